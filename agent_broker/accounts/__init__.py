@@ -1,0 +1,1 @@
+"""Accounts: registration, API keys, handle, profile, contact and deal route."""

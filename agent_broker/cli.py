@@ -1,0 +1,161 @@
+"""The agent-broker command."""
+
+from __future__ import annotations
+
+import sys
+import uuid
+
+import typer
+
+from agent_broker.config import Settings
+
+app = typer.Typer(
+    help="agent-broker: a marketplace broker for automated agents.", no_args_is_help=True
+)
+db_app = typer.Typer(help="Database maintenance.", no_args_is_help=True)
+admin_app = typer.Typer(help="Operator actions.", no_args_is_help=True)
+jobs_app = typer.Typer(help="Scheduled jobs.", no_args_is_help=True)
+app.add_typer(db_app, name="db")
+app.add_typer(admin_app, name="admin")
+app.add_typer(jobs_app, name="jobs")
+
+
+def _settings() -> Settings:
+    try:
+        return Settings()
+    except ValueError as exc:
+        typer.echo(f"configuration error: {exc}", err=True)
+        raise typer.Exit(2) from None
+
+
+@app.command()
+def serve(
+    host: str = typer.Option("127.0.0.1", help="Interface to bind."),
+    port: int = typer.Option(8080, help="Port to bind."),
+    workers: int = typer.Option(1, min=1, help="Worker processes."),
+    no_migrate: bool = typer.Option(False, "--no-migrate", help="Skip applying migrations."),
+) -> None:
+    """Serve the API (migrating the database first)."""
+    import uvicorn
+
+    from agent_broker.db.migrate import upgrade
+
+    settings = _settings()
+    if not no_migrate:
+        upgrade(settings.database_url)
+    if settings.is_sqlite and workers > 1:
+        typer.echo(
+            "note: several workers on SQLite serialise on the database lock; "
+            "use PostgreSQL for real concurrency",
+            err=True,
+        )
+    uvicorn.run(
+        "agent_broker.app:app_factory",
+        factory=True,
+        host=host,
+        port=port,
+        workers=workers,
+        proxy_headers=False,
+        access_log=False,
+        log_level=settings.log_level.lower(),
+    )
+
+
+@db_app.command("upgrade")
+def db_upgrade(revision: str = typer.Argument("head")) -> None:
+    """Apply migrations."""
+    from agent_broker.db.migrate import upgrade
+
+    upgrade(_settings().database_url, revision)
+    typer.echo("database is up to date")
+
+
+@admin_app.command("credit")
+def admin_credit(
+    account_id: str,
+    amount_micro: int,
+    reason: str = typer.Option(..., "--reason", help="Why; kept in the journal."),
+    real_money: bool = typer.Option(False, "--real-money", help="Also mark the account funded."),
+) -> None:
+    """Credit an account (journalled)."""
+    from agent_broker import clock
+    from agent_broker.accounts.models import Account
+    from agent_broker.db.engine import create_database
+    from agent_broker.ledger import books
+    from agent_broker.ledger.service import credit, wallet
+
+    if amount_micro <= 0:
+        typer.echo("AMOUNT_MICRO must be a positive integer", err=True)
+        raise typer.Exit(2)
+    try:
+        uuid.UUID(account_id)
+    except ValueError:
+        typer.echo("ACCOUNT_ID must be an account UUID", err=True)
+        raise typer.Exit(2) from None
+    if not reason.strip():
+        typer.echo("--reason must not be empty", err=True)
+        raise typer.Exit(2)
+    db = create_database(_settings())
+    try:
+        with db.writer() as session:
+            if session.get(Account, account_id) is None:
+                typer.echo(f"no account {account_id}", err=True)
+                raise typer.Exit(1)
+            now = clock.now()
+            credit(
+                session,
+                account_id,
+                amount_micro,
+                source=books.OPERATOR,
+                kind="admin_credit",
+                memo=reason.strip(),
+                now=now,
+                real_money=real_money,
+            )
+            view = wallet(session, account_id, now=now)
+            session.commit()
+    finally:
+        db.dispose()
+    typer.echo(
+        f"credited {amount_micro} µUSD to {account_id}; balance_micro={view.spendable_micro}"
+        f" funded={str(view.funded).lower()}"
+    )
+
+
+@jobs_app.command("list")
+def jobs_list() -> None:
+    """List jobs: name, then period in seconds, then what it does."""
+    from agent_broker.jobs.registry import JOBS
+
+    for job in JOBS.values():
+        typer.echo(f"{job.name}\t{int(job.period.total_seconds())}s\t{job.description}")
+
+
+@jobs_app.command("run")
+def jobs_run(name: str) -> None:
+    """Run one job once (cron-friendly)."""
+    from agent_broker.db.engine import create_database
+    from agent_broker.jobs.registry import JOBS
+    from agent_broker.jobs.runner import run_job
+
+    if name not in JOBS:
+        typer.echo(f"unknown job {name!r}; known: {', '.join(JOBS)}", err=True)
+        raise typer.Exit(2)
+    settings = _settings()
+    db = create_database(settings)
+    try:
+        outcome = run_job(db, settings, name)
+    finally:
+        db.dispose()
+    if outcome is None:
+        typer.echo(f"{name}: another runner holds the lease; nothing done", err=True)
+        raise typer.Exit(3)
+    typer.echo(f"{name}: {outcome}")
+
+
+def main() -> None:
+    app(prog_name="agent-broker")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,70 @@
+"""Service configuration, read from BROKER_* environment variables."""
+
+from __future__ import annotations
+
+import ipaddress
+from functools import cached_property
+from typing import Literal
+
+from pydantic import Field, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+DEV_KEY_HASH_SECRET = "development-only-key-hash-secret-change-me"
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="BROKER_", extra="ignore")
+
+    env: Literal["development", "staging", "production"] = "development"
+    database_url: str = "sqlite:///./var/broker.db"
+    redis_url: str | None = None
+    public_base_url: str = "http://127.0.0.1:8080"
+    # Base of the binding identifiers, e.g. "{bindings_base}/webhook-v1"; empty = derived.
+    bindings_base: str = ""
+    key_hash_secret: str = DEV_KEY_HASH_SECRET
+    # Ed25519 secret for PASETO v4.public (hex or PEM); empty in development = generated
+    # once and kept under var_dir.
+    signing_key: str = ""
+    var_dir: str = "./var"
+    # Comma-separated addresses or CIDR ranges whose X-Forwarded-For is believed.
+    trusted_proxies: str = ""
+    # `limits` notation, e.g. "20/hour".
+    register_rate_limit: str = "20/hour"
+    idempotency_retention_hours: int = Field(default=24, ge=1)
+    sqlite_busy_timeout_ms: int = Field(default=15000, ge=0)
+    db_pool_size: int = Field(default=10, ge=1)
+    log_level: str = "INFO"
+    # Run the scheduled jobs inside `serve` (one replica at a time holds each lease).
+    jobs_enabled: bool = True
+    # Set only for local testing: lets outbound fetches reach private addresses.
+    allow_private_fetch: bool = False
+
+    @model_validator(mode="after")
+    def _refuse_development_secrets_in_production(self) -> Settings:
+        if self.env != "production":
+            return self
+        problems = []
+        if self.key_hash_secret == DEV_KEY_HASH_SECRET or len(self.key_hash_secret) < 32:
+            problems.append("BROKER_KEY_HASH_SECRET must be set to a secret of 32+ characters")
+        if not self.signing_key:
+            problems.append("BROKER_SIGNING_KEY must be set")
+        if self.database_url.startswith("sqlite") and "/./var/" in self.database_url:
+            problems.append("BROKER_DATABASE_URL must be set explicitly")
+        if self.allow_private_fetch:
+            problems.append("BROKER_ALLOW_PRIVATE_FETCH must be off")
+        if problems:
+            raise ValueError("production refuses development defaults: " + "; ".join(problems))
+        return self
+
+    @property
+    def is_sqlite(self) -> bool:
+        return self.database_url.startswith("sqlite")
+
+    @property
+    def effective_bindings_base(self) -> str:
+        return (self.bindings_base or f"{self.public_base_url.rstrip('/')}/bindings").rstrip("/")
+
+    @cached_property
+    def trusted_proxy_networks(self) -> tuple[ipaddress._BaseNetwork, ...]:
+        parts = [p.strip() for p in self.trusted_proxies.split(",") if p.strip()]
+        return tuple(ipaddress.ip_network(p, strict=False) for p in parts)

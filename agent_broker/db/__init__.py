@@ -1,0 +1,1 @@
+"""Database access: engine, per-request sessions, models base, migrations."""

@@ -1,0 +1,74 @@
+"""Engine construction. SQLite runs in WAL mode with foreign keys and a busy timeout, and
+write transactions start with BEGIN IMMEDIATE so concurrent writers queue on the
+database lock instead of failing on a lock upgrade. PostgreSQL goes through psycopg 3."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.engine import make_url
+from sqlalchemy.orm import Session, sessionmaker
+
+from agent_broker.config import Settings
+
+BEGIN_MODE = "agent_broker_begin"
+
+
+@dataclass
+class Database:
+    engine: Engine
+    # Sessions that will write: on SQLite they take the write lock at BEGIN.
+    writer: sessionmaker[Session]
+    # Sessions that only read: a deferred BEGIN, never blocking writers.
+    reader: sessionmaker[Session]
+
+    def dispose(self) -> None:
+        self.engine.dispose()
+
+
+def _configure_sqlite(engine: Engine, busy_timeout_ms: int) -> None:
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_conn, _record):  # type: ignore[no-untyped-def]
+        # Autocommit at the driver level; SQLAlchemy's "begin" event below issues BEGIN.
+        dbapi_conn.isolation_level = None
+        cur = dbapi_conn.cursor()
+        cur.execute("PRAGMA journal_mode=WAL")
+        cur.execute("PRAGMA foreign_keys=ON")
+        cur.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
+        cur.execute("PRAGMA synchronous=NORMAL")
+        cur.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn):  # type: ignore[no-untyped-def]
+        mode = conn.get_execution_options().get(BEGIN_MODE, "IMMEDIATE")
+        conn.exec_driver_sql(f"BEGIN {mode}")
+
+
+def create_database(settings: Settings) -> Database:
+    url = make_url(settings.database_url)
+    if url.get_backend_name() == "sqlite":
+        if url.database and url.database != ":memory:":
+            Path(url.database).parent.mkdir(parents=True, exist_ok=True)
+        engine = create_engine(
+            url,
+            connect_args={
+                "check_same_thread": False,
+                "timeout": settings.sqlite_busy_timeout_ms / 1000,
+            },
+            pool_size=settings.db_pool_size,
+            max_overflow=20,
+        )
+        _configure_sqlite(engine, settings.sqlite_busy_timeout_ms)
+        reader_bind = engine.execution_options(**{BEGIN_MODE: "DEFERRED"})
+    else:
+        engine = create_engine(
+            url, pool_size=settings.db_pool_size, max_overflow=20, pool_pre_ping=True
+        )
+        reader_bind = engine
+    return Database(
+        engine=engine,
+        writer=sessionmaker(bind=engine, expire_on_commit=False),
+        reader=sessionmaker(bind=reader_bind, expire_on_commit=False),
+    )

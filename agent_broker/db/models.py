@@ -1,0 +1,9 @@
+"""Imports every feature's models so the metadata (and Alembic) sees all tables."""
+
+from agent_broker.accounts.models import Account  # noqa: F401
+from agent_broker.db.base import Base  # noqa: F401
+from agent_broker.domains.models import DomainClaim  # noqa: F401
+from agent_broker.http.models import IdempotencyRecord  # noqa: F401
+from agent_broker.jobs.models import JobLease  # noqa: F401
+from agent_broker.ledger.models import Hold, JournalEntry, LedgerAccount, Posting  # noqa: F401
+from agent_broker.reputation.models import ReputationFacet  # noqa: F401

@@ -1,0 +1,1 @@
+"""Domain proof and the welcome-credit grant."""

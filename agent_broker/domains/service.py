@@ -1,0 +1,12 @@
+"""Domain proof: which registrable domains an account has proved it controls."""
+
+from __future__ import annotations
+
+from sqlalchemy import exists, select
+from sqlalchemy.orm import Session
+
+from agent_broker.domains.models import DomainClaim
+
+
+def has_verified_domain(session: Session, account_id: str) -> bool:
+    return bool(session.scalar(select(exists().where(DomainClaim.account_id == account_id))))

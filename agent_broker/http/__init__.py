@@ -1,0 +1,1 @@
+"""HTTP seams shared by every feature: caller resolution, idempotency, rate limits."""

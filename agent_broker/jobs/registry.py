@@ -1,0 +1,49 @@
+"""The scheduled jobs. Each is a plain function of (session, settings, now) returning a
+one-line outcome; later features add theirs here."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from sqlalchemy.orm import Session
+
+from agent_broker.config import Settings
+from agent_broker.http.idempotency import purge_expired
+from agent_broker.ledger.service import settle_lapsed_holds
+
+
+@dataclass(frozen=True)
+class Job:
+    name: str
+    period: timedelta
+    run: Callable[[Session, Settings, datetime], str]
+    description: str
+
+
+def _expire_holds(session: Session, settings: Settings, now: datetime) -> str:
+    return f"settled {settle_lapsed_holds(session, now=now)} lapsed holds"
+
+
+def _expire_idempotency_keys(session: Session, settings: Settings, now: datetime) -> str:
+    return f"forgot {purge_expired(session, settings.idempotency_retention_hours)} idempotency keys"
+
+
+JOBS: dict[str, Job] = {
+    job.name: job
+    for job in (
+        Job(
+            "expire-holds",
+            timedelta(minutes=5),
+            _expire_holds,
+            "give lapsed escrow holds back to spendable balances",
+        ),
+        Job(
+            "expire-idempotency-keys",
+            timedelta(hours=1),
+            _expire_idempotency_keys,
+            "forget Idempotency-Key records past their retention",
+        ),
+    )
+}

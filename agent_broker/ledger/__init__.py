@@ -1,0 +1,1 @@
+"""The ledger: the only place money moves. Double-entry journal, wallet balances, holds."""

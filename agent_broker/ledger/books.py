@@ -1,0 +1,17 @@
+"""Names of the books in the journal."""
+
+WALLET_PREFIX = "wallet:"
+OPERATOR = "system:operator"  # operator adjustments (admin credit)
+FEES = "system:fees"  # posting fees and deal fees earned by the service
+PROCESSOR_A = "system:processor_a"
+PROCESSOR_B = "system:processor_b"
+X402 = "system:x402"
+GRANTS = "system:grants"  # domain-proof welcome credits
+
+
+def wallet_code(account_id: str) -> str:
+    return f"{WALLET_PREFIX}{account_id}"
+
+
+def is_wallet(code: str) -> bool:
+    return code.startswith(WALLET_PREFIX)

@@ -1,0 +1,1 @@
+"""Meta and discovery: health, version, and the public documents."""

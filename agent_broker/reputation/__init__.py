@@ -1,0 +1,1 @@
+"""Reputation: per-role facets, scorecard, public lookup, attestations."""

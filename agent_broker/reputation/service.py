@@ -1,0 +1,43 @@
+"""Reputation facets: seeded at registration, read for the account and public records."""
+
+from __future__ import annotations
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from agent_broker.reputation.models import ReputationFacet
+
+ROLES = ("buyer", "seller")
+# Every account starts each role with one synthetic five-star rating.
+SEED_RATING_SUM = 5
+SEED_RATING_COUNT = 1
+
+
+def seed_facets(session: Session, account_id: str) -> None:
+    session.add_all(
+        ReputationFacet(
+            account_id=account_id,
+            role=role,
+            rating_sum=SEED_RATING_SUM,
+            rating_count=SEED_RATING_COUNT,
+            finalized_count=0,
+            non_delivery_count=0,
+        )
+        for role in ROLES
+    )
+    session.flush()
+
+
+def facets(session: Session, account_id: str) -> dict[str, dict[str, int]]:
+    rows = session.scalars(
+        select(ReputationFacet).where(ReputationFacet.account_id == account_id)
+    ).all()
+    return {
+        row.role: {
+            "rating_sum": row.rating_sum,
+            "rating_count": row.rating_count,
+            "finalized_count": row.finalized_count,
+            "non_delivery_count": row.non_delivery_count,
+        }
+        for row in rows
+    }

@@ -1,0 +1,71 @@
+"""Builders for accounts and common requests, shared by the tests."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+
+from fastapi import FastAPI
+from fastapi.testclient import TestClient
+
+from agent_broker import clock
+from agent_broker.ledger import books
+from agent_broker.ledger.service import credit
+
+
+@dataclass
+class Agent:
+    account_id: str
+    api_key: str
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {"x-api-key": self.api_key}
+
+
+def register(client: TestClient, **headers: str) -> Agent:
+    response = client.post("/v1/account/register", json={"accepted_terms": True}, headers=headers)
+    assert response.status_code == 201, response.text
+    body = response.json()
+    return Agent(account_id=body["account_id"], api_key=body["api_key"])
+
+
+def complete_profile(client: TestClient, agent: Agent) -> None:
+    response = client.put(
+        "/v1/account/contact",
+        headers=agent.headers,
+        json={"contact_name": "Ops Team", "contact_email": "ops@agents.dev"},
+    )
+    assert response.status_code == 204, response.text
+    response = client.put(
+        "/v1/account/route",
+        headers=agent.headers,
+        json={"deal_route": "https://agents.dev/deals/", "route_protocol_binding": "JSONRPC"},
+    )
+    assert response.status_code == 204, response.text
+
+
+def fund(app: FastAPI, account_id: str, amount_micro: int, *, real_money: bool = False) -> None:
+    """Credit a wallet through the ledger, as the operator's admin credit does."""
+    with app.state.db.writer() as session:
+        credit(
+            session, account_id, amount_micro, source=books.OPERATOR, kind="test_credit",
+            memo="test funding", now=clock.now(), real_money=real_money,
+        )
+        session.commit()
+
+
+def new_key() -> str:
+    return str(uuid.uuid4())
+
+
+def assert_problem(response, status: int, reason: str) -> dict:  # type: ignore[no-untyped-def]
+    assert response.status_code == status, response.text
+    assert response.headers["content-type"].startswith("application/problem+json")
+    body = response.json()
+    assert body["status"] == status
+    assert body["reason"] == reason
+    assert body["type"].endswith("/" + reason)
+    assert body["title"]
+    assert body["detail"]
+    return body

@@ -1,0 +1,104 @@
+"""Minimal HTTP/1.1 over asyncio streams: just enough for keep-alive load and setup calls.
+
+No HTTP client library on purpose: the load generator shares the CPUs with the server,
+and a full client spends more per request than a bare FastAPI route does."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+HEAD_END = b"\r\n\r\n"
+
+
+@dataclass(frozen=True)
+class Response:
+    status: int
+    headers: dict[str, str]  # names lower-cased
+    body: bytes
+
+    @property
+    def closes(self) -> bool:
+        """The server will close the connection after this response."""
+        return self.headers.get("connection", "").lower() == "close"
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+
+def encode_request(
+    method: str,
+    path: str,
+    host: str,
+    port: int,
+    headers: Mapping[str, str] | None = None,
+    json_body: Any = None,
+) -> bytes:
+    """The request's bytes; a JSON body is encoded and typed unless headers say otherwise."""
+    fields = {"host": f"{host}:{port}", **{k.lower(): v for k, v in (headers or {}).items()}}
+    body = b""
+    if json_body is not None:
+        body = json.dumps(json_body, separators=(",", ":")).encode()
+        fields.setdefault("content-type", "application/json")
+        fields["content-length"] = str(len(body))
+    head = "".join(f"{name}: {value}\r\n" for name, value in fields.items())
+    return f"{method} {path} HTTP/1.1\r\n{head}\r\n".encode("latin-1") + body
+
+
+async def read_response(reader: asyncio.StreamReader) -> Response:
+    head = await reader.readuntil(HEAD_END)
+    status_line, *header_lines = head[: -len(HEAD_END)].decode("latin-1").split("\r\n")
+    status = int(status_line.split(" ", 2)[1])
+    headers: dict[str, str] = {}
+    for line in header_lines:
+        name, _, value = line.partition(":")
+        headers[name.strip().lower()] = value.strip()
+    if "content-length" in headers:
+        body = await reader.readexactly(int(headers["content-length"]))
+    elif headers.get("transfer-encoding", "").lower() == "chunked":
+        body = await _read_chunked(reader)
+    else:
+        # 204/304 and friends carry no body; anything else without a length is not
+        # something uvicorn sends on a keep-alive connection.
+        body = b""
+    return Response(status, headers, body)
+
+
+async def _read_chunked(reader: asyncio.StreamReader) -> bytes:
+    parts = []
+    while True:
+        size = int((await reader.readuntil(b"\r\n")).split(b";", 1)[0], 16)
+        if size == 0:
+            await reader.readuntil(b"\r\n")  # no trailers expected: just the final CRLF
+            return b"".join(parts)
+        parts.append(await reader.readexactly(size))
+        await reader.readexactly(2)
+
+
+@dataclass(frozen=True)
+class Client:
+    """One-off requests for scenario setup (a fresh connection each, so simple)."""
+
+    host: str
+    port: int
+    timeout: float = 30.0
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        json_body: Any = None,
+    ) -> Response:
+        payload = encode_request(method, path, self.host, self.port, headers, json_body)
+        async with asyncio.timeout(self.timeout):
+            reader, writer = await asyncio.open_connection(self.host, self.port)
+            try:
+                writer.write(payload)
+                return await read_response(reader)
+            finally:
+                writer.close()

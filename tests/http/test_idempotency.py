@@ -33,11 +33,22 @@ def app(make_app) -> FastAPI:
     app = make_app()
 
     @app.post("/test/charges", status_code=201)
-    def pay(body: ChargeRequest, caller: CurrentCaller, session: WriteSession,
-            idempotency: RequiredIdempotency):
+    def pay(
+        body: ChargeRequest,
+        caller: CurrentCaller,
+        session: WriteSession,
+        idempotency: RequiredIdempotency,
+    ):
         def do():
-            charge(session, caller.account_id, body.amount_micro, sink=books.FEES, kind="test",
-                   memo="test charge", now=clock.now())
+            charge(
+                session,
+                caller.account_id,
+                body.amount_micro,
+                sink=books.FEES,
+                kind="test",
+                memo="test charge",
+                now=clock.now(),
+            )
             left = wallet(session, caller.account_id, now=clock.now()).spendable_micro
             return 201, {"charged": body.amount_micro, "left": left}
 
@@ -72,7 +83,8 @@ def test_the_same_key_with_a_different_request_is_refused(app, client):
     client.post("/test/charges", json={"amount_micro": 1}, headers=headers)
     assert_problem(
         client.post("/test/charges", json={"amount_micro": 2}, headers=headers),
-        409, "idempotency_key_reuse",
+        409,
+        "idempotency_key_reuse",
     )
     assert _charges(app) == 1
 
@@ -83,8 +95,11 @@ def test_the_key_is_scoped_to_the_caller(app, client):
         fund(app, agent.account_id, 1_000)
     key = new_key()
     for agent in (alice, bob):
-        response = client.post("/test/charges", json={"amount_micro": 10},
-                               headers={**agent.headers, "Idempotency-Key": key})
+        response = client.post(
+            "/test/charges",
+            json={"amount_micro": 10},
+            headers={**agent.headers, "Idempotency-Key": key},
+        )
         assert response.json() == {"charged": 10, "left": 990}
     assert _charges(app) == 2
 
@@ -97,7 +112,8 @@ def test_a_required_key_that_is_missing_or_malformed_is_invalid_input(app, clien
         headers["Idempotency-Key"] = key
     body = assert_problem(
         client.post("/test/charges", json={"amount_micro": 1}, headers=headers),
-        400, "invalid_input",
+        400,
+        "invalid_input",
     )
     assert "Idempotency-Key" in body["detail"]
 
@@ -105,8 +121,11 @@ def test_a_required_key_that_is_missing_or_malformed_is_invalid_input(app, clien
 def test_a_refused_request_leaves_the_key_free_for_a_corrected_retry(app, client):
     agent = register(client)
     headers = {**agent.headers, "Idempotency-Key": new_key()}
-    assert_problem(client.post("/test/charges", json={"amount_micro": 500}, headers=headers),
-                   402, "insufficient_funds_self")
+    assert_problem(
+        client.post("/test/charges", json={"amount_micro": 500}, headers=headers),
+        402,
+        "insufficient_funds_self",
+    )
     fund(app, agent.account_id, 500)
     retry = client.post("/test/charges", json={"amount_micro": 500}, headers=headers)
     assert retry.status_code == 201
@@ -142,8 +161,10 @@ def test_concurrent_duplicates_produce_one_charge(app, client, live_server):
     fund(app, agent.account_id, 10_000_000)
     headers = {**agent.headers, "Idempotency-Key": new_key()}
     with httpx.Client(base_url=live_server, timeout=30) as http:
-        responses = _fire(12, lambda: http.post("/test/charges", json={"amount_micro": 1_000_000},
-                                                headers=headers))
+        responses = _fire(
+            12,
+            lambda: http.post("/test/charges", json={"amount_micro": 1_000_000}, headers=headers),
+        )
     assert {r.status_code for r in responses} == {201}
     assert {r.json()["left"] for r in responses} == {9_000_000}
     assert _charges(app) == 1
@@ -152,9 +173,14 @@ def test_concurrent_duplicates_produce_one_charge(app, client, live_server):
 def test_concurrent_registrations_with_one_key_create_one_account(app, client, live_server):
     key = new_key()
     with httpx.Client(base_url=live_server, timeout=30) as http:
-        responses = _fire(10, lambda: http.post("/v1/account/register",
-                                                json={"accepted_terms": True},
-                                                headers={"Idempotency-Key": key}))
+        responses = _fire(
+            10,
+            lambda: http.post(
+                "/v1/account/register",
+                json={"accepted_terms": True},
+                headers={"Idempotency-Key": key},
+            ),
+        )
     statuses = sorted(r.status_code for r in responses)
     assert statuses == [200] * 9 + [201]
     assert len({r.json()["account_id"] for r in responses}) == 1

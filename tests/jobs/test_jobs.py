@@ -25,7 +25,8 @@ def test_a_job_held_by_another_runner_does_not_run(app):
     assert run_job(db, app.state.settings, "expire-holds") is not None
     with db.writer() as session:
         session.execute(
-            update(JobLease).where(JobLease.name == "expire-holds")
+            update(JobLease)
+            .where(JobLease.name == "expire-holds")
             .values(holder="other-replica", lease_until=clock.now() + LEASE_TTL)
         )
         session.commit()

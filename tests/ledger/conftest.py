@@ -16,7 +16,11 @@ def open_account(app: FastAPI):
         settings = app.state.settings
         with app.state.db.writer() as session:
             made = register(
-                session, settings, RateLimiter(settings), accepted_terms=True, source="test",
+                session,
+                settings,
+                RateLimiter(settings),
+                accepted_terms=True,
+                source="test",
                 now=clock.now(),
             )
             session.commit()

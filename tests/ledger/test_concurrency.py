@@ -40,15 +40,18 @@ def test_parallel_holds_succeed_exactly_as_many_times_as_affordable(app, open_ac
     def hold():
         with app.state.db.writer() as session:
             now = clock.now()
-            take_hold(session, account, 1_000_000, reference="t", expires_at=now + timedelta(1),
-                      now=now)
+            take_hold(
+                session, account, 1_000_000, reference="t", expires_at=now + timedelta(1), now=now
+            )
             session.commit()
 
     outcomes = _in_parallel(WORKERS, hold)
     assert outcomes.count(True) == 5
     with app.state.db.writer() as session:
         view = wallet(session, account, now=clock.now())
-        active = session.scalar(select(func.count()).select_from(Hold).where(Hold.status == "active"))
+        active = session.scalar(
+            select(func.count()).select_from(Hold).where(Hold.status == "active")
+        )
     assert (view.spendable_micro, view.held_micro, active) == (500_000, 5_000_000, 5)
 
 
@@ -58,15 +61,18 @@ def test_parallel_charges_never_overdraw(app, open_account):
 
     def pay():
         with app.state.db.writer() as session:
-            charge(session, account, 300_000, sink=books.FEES, kind="t", memo="fee",
-                   now=clock.now())
+            charge(
+                session, account, 300_000, sink=books.FEES, kind="t", memo="fee", now=clock.now()
+            )
             session.commit()
 
     outcomes = _in_parallel(WORKERS, pay)
     assert outcomes.count(True) == 3
     with app.state.db.writer() as session:
         assert wallet(session, account, now=clock.now()).spendable_micro == 100_000
-        fees = session.scalar(select(func.count()).select_from(JournalEntry).where(JournalEntry.kind == "t"))
+        fees = session.scalar(
+            select(func.count()).select_from(JournalEntry).where(JournalEntry.kind == "t")
+        )
     assert fees == 3
 
 
@@ -76,8 +82,14 @@ def test_a_lapsed_hold_is_settled_once_when_readers_race(app, open_account):
     with app.state.db.writer() as session:
         now = clock.now()
         for _ in range(3):
-            take_hold(session, account, 1_000_000, reference="t",
-                      expires_at=now + timedelta(minutes=1), now=now)
+            take_hold(
+                session,
+                account,
+                1_000_000,
+                reference="t",
+                expires_at=now + timedelta(minutes=1),
+                now=now,
+            )
         session.commit()
     clock.advance(timedelta(minutes=2))
     settled = []

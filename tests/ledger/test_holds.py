@@ -26,8 +26,9 @@ DAY = timedelta(days=1)
 def _hold(app, account, amount, ttl=DAY):
     with app.state.db.writer() as session:
         now = clock.now()
-        hold = take_hold(session, account, amount, reference="thread-1", expires_at=now + ttl,
-                         now=now)
+        hold = take_hold(
+            session, account, amount, reference="thread-1", expires_at=now + ttl, now=now
+        )
         session.commit()
         return hold.id
 
@@ -121,8 +122,9 @@ def test_the_expiry_job_and_the_lazy_read_agree(app, open_account):
 def test_holds_and_debits_only_touch_spendable_money(app, open_account):
     account = open_account()
     with app.state.db.writer() as session:
-        credit(session, account, 1_000_000, source=books.OPERATOR, kind="t", memo="in",
-               now=clock.now())
+        credit(
+            session, account, 1_000_000, source=books.OPERATOR, kind="t", memo="in", now=clock.now()
+        )
         session.commit()
     _hold(app, account, 800_000)
     from agent_broker.ledger.service import charge

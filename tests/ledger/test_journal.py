@@ -20,8 +20,9 @@ def _entries(app) -> int:
 def test_credit_then_charge_moves_the_balance_and_journals_both(app, open_account):
     account = open_account()
     with app.state.db.writer() as session:
-        credit(session, account, 1_000_000, source=books.OPERATOR, kind="t", memo="in",
-               now=clock.now())
+        credit(
+            session, account, 1_000_000, source=books.OPERATOR, kind="t", memo="in", now=clock.now()
+        )
         charge(session, account, 400_000, sink=books.FEES, kind="t", memo="fee", now=clock.now())
         session.commit()
     with app.state.db.writer() as session:
@@ -31,16 +32,26 @@ def test_credit_then_charge_moves_the_balance_and_journals_both(app, open_accoun
             select(Posting.account_code, Posting.amount_micro).order_by(Posting.id)
         ).all()
     assert [tuple(p) for p in postings] == [
-        (books.OPERATOR, -1_000_000), (books.wallet_code(account), 1_000_000),
-        (books.wallet_code(account), -400_000), (books.FEES, 400_000),
+        (books.OPERATOR, -1_000_000),
+        (books.wallet_code(account), 1_000_000),
+        (books.wallet_code(account), -400_000),
+        (books.FEES, 400_000),
     ]
 
 
 def test_real_money_credit_marks_the_wallet_funded_for_good(app, open_account):
     account = open_account()
     with app.state.db.writer() as session:
-        credit(session, account, 500_000, source=books.PROCESSOR_A, kind="t", memo="pack",
-               now=clock.now(), real_money=True)
+        credit(
+            session,
+            account,
+            500_000,
+            source=books.PROCESSOR_A,
+            kind="t",
+            memo="pack",
+            now=clock.now(),
+            real_money=True,
+        )
         charge(session, account, 500_000, sink=books.FEES, kind="t", memo="fee", now=clock.now())
         session.commit()
     with app.state.db.writer() as session:
@@ -80,14 +91,22 @@ def test_every_entry_sums_to_zero(app, open_account):
     account = open_account()
     with app.state.db.writer() as session:
         for amount in (7, 11, 13):
-            credit(session, account, amount, source=books.OPERATOR, kind="t", memo="in",
-                   now=clock.now())
+            credit(
+                session,
+                account,
+                amount,
+                source=books.OPERATOR,
+                kind="t",
+                memo="in",
+                now=clock.now(),
+            )
         charge(session, account, 20, sink=books.FEES, kind="t", memo="fee", now=clock.now())
         session.commit()
     with app.state.db.reader() as session:
         sums = session.execute(
-            select(Posting.entry_sequence, func.sum(Posting.amount_micro))
-            .group_by(Posting.entry_sequence)
+            select(Posting.entry_sequence, func.sum(Posting.amount_micro)).group_by(
+                Posting.entry_sequence
+            )
         ).all()
     assert len(sums) == 4
     assert all(total == 0 for _, total in sums)

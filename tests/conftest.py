@@ -27,7 +27,9 @@ from agent_broker.app import create_app
 from agent_broker.config import Settings
 from agent_broker.db.migrate import upgrade
 
-PG_ADMIN_DSN = os.environ.get("BROKER_TEST_POSTGRES_DSN", "postgresql://postgres@127.0.0.1:5432/postgres")
+PG_ADMIN_DSN = os.environ.get(
+    "BROKER_TEST_POSTGRES_DSN", "postgresql://postgres@127.0.0.1:5432/postgres"
+)
 REQUIRE_PG = os.environ.get("BROKER_TEST_REQUIRE_POSTGRES") == "1"
 TEST_SECRET = "test-key-hash-secret-0123456789abcdef"
 _pg_skip_reason: list[str] = []

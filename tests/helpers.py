@@ -49,8 +49,14 @@ def fund(app: FastAPI, account_id: str, amount_micro: int, *, real_money: bool =
     """Credit a wallet through the ledger, as the operator's admin credit does."""
     with app.state.db.writer() as session:
         credit(
-            session, account_id, amount_micro, source=books.OPERATOR, kind="test_credit",
-            memo="test funding", now=clock.now(), real_money=real_money,
+            session,
+            account_id,
+            amount_micro,
+            source=books.OPERATOR,
+            kind="test_credit",
+            memo="test funding",
+            now=clock.now(),
+            real_money=real_money,
         )
         session.commit()
 

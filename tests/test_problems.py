@@ -8,7 +8,49 @@ from pydantic import BaseModel, Field
 from agent_broker.problems import Problem, Reason
 from tests.helpers import assert_problem
 
-SECTION_7_REASONS = ["unauthorized", "insufficient_funds_self", "held_funds_mismatch", "forbidden", "api_key_disabled", "not_found", "identity_conflict", "out_of_turn", "already_finalized", "duplicate_rating", "duplicate_dispute", "idempotency_key_reuse", "self_listing_negotiation", "hold_not_capturable", "missing_deal_route_self", "missing_deal_route_counterparty", "account_has_escrow", "listing_conflict", "invoice_already_consumed", "invoice_conflict", "x402_payment_replay", "oauth_token_replay", "listing_cap_reached", "grant_cap_reached", "listing_expired", "thread_auto_closed", "deal_purged", "contact_leak", "prompt_injection", "invalid_input", "terms_required", "profile_incomplete_self", "profile_incomplete_counterparty", "too_many_violations", "rate_limited", "a2a_version_not_supported", "internal_error", "processor_unavailable", "certification_domain_unverified", "certification_unfunded", "certification_test_required"]
+SECTION_7_REASONS = [
+    "unauthorized",
+    "insufficient_funds_self",
+    "held_funds_mismatch",
+    "forbidden",
+    "api_key_disabled",
+    "not_found",
+    "identity_conflict",
+    "out_of_turn",
+    "already_finalized",
+    "duplicate_rating",
+    "duplicate_dispute",
+    "idempotency_key_reuse",
+    "self_listing_negotiation",
+    "hold_not_capturable",
+    "missing_deal_route_self",
+    "missing_deal_route_counterparty",
+    "account_has_escrow",
+    "listing_conflict",
+    "invoice_already_consumed",
+    "invoice_conflict",
+    "x402_payment_replay",
+    "oauth_token_replay",
+    "listing_cap_reached",
+    "grant_cap_reached",
+    "listing_expired",
+    "thread_auto_closed",
+    "deal_purged",
+    "contact_leak",
+    "prompt_injection",
+    "invalid_input",
+    "terms_required",
+    "profile_incomplete_self",
+    "profile_incomplete_counterparty",
+    "too_many_violations",
+    "rate_limited",
+    "a2a_version_not_supported",
+    "internal_error",
+    "processor_unavailable",
+    "certification_domain_unverified",
+    "certification_unfunded",
+    "certification_test_required",
+]
 
 
 class Probe(BaseModel):

@@ -256,9 +256,7 @@ def test_empty_contact_url_clears_an_earlier_one(client):
     )
     assert first.status_code == 204, first.text
 
-    second = _put(
-        client, agent, contact_name="Ops", contact_email="ops@agents.dev", contact_url=""
-    )
+    second = _put(client, agent, contact_name="Ops", contact_email="ops@agents.dev", contact_url="")
 
     assert second.status_code == 204, second.text
     assert _contact(client, agent)["contact_url"] is None

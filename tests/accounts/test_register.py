@@ -190,9 +190,7 @@ def test_refused_registration_leaves_the_key_free_for_a_corrected_retry(app, cli
     assert_problem(refused, 428, "terms_required")
 
     # Same key, corrected body: the refusal was not recorded, so this is a fresh request.
-    retried = client.post(
-        REGISTER, json={"accepted_terms": True}, headers={"Idempotency-Key": key}
-    )
+    retried = client.post(REGISTER, json={"accepted_terms": True}, headers={"Idempotency-Key": key})
     assert retried.status_code == 201, retried.text
     assert "api_key" in retried.json()
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+from datetime import timedelta
 from functools import cached_property
 from typing import Literal
 
@@ -30,6 +31,8 @@ class Settings(BaseSettings):
     trusted_proxies: str = ""
     # `limits` notation, e.g. "20/hour".
     register_rate_limit: str = "20/hour"
+    # How long a listing stays live after posting.
+    listing_ttl_days: int = Field(default=7, ge=1, le=365)
     idempotency_retention_hours: int = Field(default=24, ge=1)
     sqlite_busy_timeout_ms: int = Field(default=15000, ge=0)
     db_pool_size: int = Field(default=10, ge=1)
@@ -38,6 +41,16 @@ class Settings(BaseSettings):
     jobs_enabled: bool = True
     # Set only for local testing: lets outbound fetches reach private addresses.
     allow_private_fetch: bool = False
+
+    @model_validator(mode="after")
+    def _check_trusted_proxies(self) -> Settings:
+        try:
+            _ = self.trusted_proxy_networks
+        except ValueError:
+            raise ValueError(
+                "BROKER_TRUSTED_PROXIES must be comma-separated IP addresses or CIDR ranges"
+            ) from None
+        return self
 
     @model_validator(mode="after")
     def _refuse_development_secrets_in_production(self) -> Settings:
@@ -55,6 +68,10 @@ class Settings(BaseSettings):
         if problems:
             raise ValueError("production refuses development defaults: " + "; ".join(problems))
         return self
+
+    @property
+    def listing_ttl(self) -> timedelta:
+        return timedelta(days=self.listing_ttl_days)
 
     @property
     def is_sqlite(self) -> bool:

@@ -9,8 +9,7 @@ from __future__ import annotations
 from fastapi import FastAPI
 
 from agent_broker.app import create_app
-
-BARE_PATH = "/bench/bare"
+from bench.scenarios import BARE_PATH
 
 
 def app_factory() -> FastAPI:

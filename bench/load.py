@@ -71,7 +71,9 @@ async def run_load(
     _, pending = await asyncio.wait(tasks, timeout=warmup_s + duration_s + GRACE_S)
     for task in pending:
         task.cancel()
-    await asyncio.gather(*tasks, return_exceptions=True)
+    for outcome in await asyncio.gather(*tasks, return_exceptions=True):
+        if isinstance(outcome, Exception):  # a bug here, not a server fault: show it
+            raise outcome
     result.timed_out = bool(pending)
     result.client_cpu_s = time.process_time() - cpu_before
     return result
@@ -80,10 +82,9 @@ async def run_load(
 async def _connection(
     host: str, port: int, request: bytes, window: tuple[float, float], result: LoadResult
 ) -> None:
-    closes = window[1]
     writer: asyncio.StreamWriter | None = None
     try:
-        while time.perf_counter() < closes:
+        while time.perf_counter() < window[1]:
             if writer is None:
                 try:
                     reader, writer = await asyncio.open_connection(host, port)
@@ -95,7 +96,8 @@ async def _connection(
             writer.write(request)
             try:
                 response = await read_response(reader)
-            except (OSError, asyncio.IncompleteReadError):
+            except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError):
+                # Reset, closed mid-response or unparseable: no response to count.
                 _record(result, window, None, time.perf_counter(), NO_RESPONSE)
                 writer.close()
                 writer = None

@@ -1,10 +1,11 @@
 """What the benchmark measures. A scenario is one request repeated under load; `setup`
 runs once before the load (against the live server) and returns the scenario to run,
-typically with credentials or ids filled in.
+typically with credentials or ids filled in. Scenarios run in list order against one
+database, so what one leaves behind (e.g. accounts) is there for the next.
 
 To add one, append to SCENARIOS, e.g.
     Scenario("feed", "GET", "/v1/feed", setup=with_new_account)
-    Scenario("listing", "POST", "/v1/listings", body={...}, setup=with_funded_account)
+    Scenario("listing", "POST", "/v1/listings", body={...}, setup=<one that also credits>)
 """
 
 from __future__ import annotations
@@ -13,8 +14,11 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from bench.app import BARE_PATH
 from bench.wire import Client, encode_request
+
+# Served by bench.app. The driver does not import the app, so a broken app shows up as
+# a server that fails to start, with its log.
+BARE_PATH = "/bench/bare"
 
 
 @dataclass(frozen=True)
@@ -37,13 +41,17 @@ class Scenario:
 Setup = Callable[[Client, Scenario], Awaitable[Scenario]]
 
 
+class SetupError(RuntimeError):
+    """A setup request was refused: the scenario cannot run as designed."""
+
+
 async def register_account(client: Client) -> str:
     """A new account's API key."""
     response = await client.request(
         "POST", "/v1/account/register", json_body={"accepted_terms": True}
     )
     if response.status != 201:
-        raise RuntimeError(f"registering an account answered {response.status}: {response.body!r}")
+        raise SetupError(f"registering an account answered {response.status}: {response.body!r}")
     return str(response.json()["api_key"])
 
 

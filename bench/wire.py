@@ -51,7 +51,10 @@ def encode_request(
 async def read_response(reader: asyncio.StreamReader) -> Response:
     head = await reader.readuntil(HEAD_END)
     status_line, *header_lines = head[: -len(HEAD_END)].decode("latin-1").split("\r\n")
-    status = int(status_line.split(" ", 2)[1])
+    try:
+        status = int(status_line.split(" ", 2)[1])
+    except (IndexError, ValueError):
+        raise ValueError(f"not an HTTP status line: {status_line!r}") from None
     headers: dict[str, str] = {}
     for line in header_lines:
         name, _, value = line.partition(":")

@@ -39,3 +39,8 @@ def test_settings_come_from_broker_environment_variables(monkeypatch):
     settings = Settings()
     assert settings.effective_bindings_base == "https://market.example.org/bindings"
     assert len(settings.trusted_proxy_networks) == 2
+
+
+def test_trusted_proxies_must_be_addresses_or_ranges():
+    with pytest.raises(ValidationError, match="BROKER_TRUSTED_PROXIES"):
+        Settings(trusted_proxies="10.0.0.0/8, load-balancer")

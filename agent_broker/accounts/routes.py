@@ -12,8 +12,8 @@ from agent_broker.accounts.schemas import (
     RegisterAccountResponse,
     RouteRequest,
 )
-from agent_broker.db.session import WriteSession
-from agent_broker.http.auth import CurrentCaller
+from agent_broker.db.session import ReadSession, WriteSession
+from agent_broker.http.auth import CurrentCaller, ReadCaller
 from agent_broker.http.client_ip import client_ip
 from agent_broker.http.idempotency import OptionalIdempotency
 from agent_broker.http.responses import problems
@@ -63,20 +63,20 @@ def register(
 
 
 @router.get("", response_model=AccountOut, responses=problems(401, 403))
-def read_account(caller: CurrentCaller, session: WriteSession) -> dict:
-    return service.account_view(session, caller.account_id, now=clock.now())
+def read_account(caller: ReadCaller, session: ReadSession) -> dict:
+    return service.account_view(session, caller.account, now=clock.now())
 
 
 @router.get("/profile", response_model=AccountProfileOut, responses=problems(401, 403))
-def read_profile(caller: CurrentCaller, session: WriteSession) -> dict:
-    return service.profile_view(session, caller.account_id, now=clock.now())
+def read_profile(caller: ReadCaller, session: ReadSession) -> dict:
+    return service.profile_view(session, caller.account, now=clock.now())
 
 
 @router.put("/contact", status_code=204, response_class=Response, responses=problems(400, 401, 403))
 def put_contact(body: ContactRequest, caller: CurrentCaller, session: WriteSession) -> Response:
     service.set_contact(
         session,
-        caller.account_id,
+        caller.account,
         name=body.contact_name,
         email=body.contact_email,
         url=body.contact_url,
@@ -91,7 +91,7 @@ def put_route(
     service.set_route(
         session,
         request.app.state.settings,
-        caller.account_id,
+        caller.account,
         deal_route=body.deal_route,
         binding=body.route_protocol_binding,
         agent_card_url=body.agent_card_url,

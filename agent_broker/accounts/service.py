@@ -68,8 +68,8 @@ def get(session: Session, account_id: str) -> Account:
     return account
 
 
-def account_view(session: Session, account_id: str, *, now: datetime) -> dict:
-    account = get(session, account_id)
+def account_view(session: Session, account: Account, *, now: datetime) -> dict:
+    account_id = account.id
     wallet = ledger_service.wallet(session, account_id, now=now)
     facets = reputation.facets(session, account_id)
     return {
@@ -89,9 +89,8 @@ def account_view(session: Session, account_id: str, *, now: datetime) -> dict:
     }
 
 
-def profile_view(session: Session, account_id: str, *, now: datetime) -> dict:
-    account = get(session, account_id)
-    wallet = ledger_service.wallet(session, account_id, now=now)
+def profile_view(session: Session, account: Account, *, now: datetime) -> dict:
+    wallet = ledger_service.wallet(session, account.id, now=now)
     has_contact = any((account.contact_name, account.contact_email, account.contact_url))
     return {
         "account_id": account.id,
@@ -113,9 +112,8 @@ def profile_view(session: Session, account_id: str, *, now: datetime) -> dict:
 
 
 def set_contact(
-    session: Session, account_id: str, *, name: str, email: str, url: str | None
+    session: Session, account: Account, *, name: str, email: str, url: str | None
 ) -> None:
-    account = get(session, account_id)
     account.contact_name = validation.contact_name(name)
     account.contact_email = validation.contact_email(email)
     account.contact_url = validation.https_url(url, "contact_url") if url and url.strip() else None
@@ -129,14 +127,13 @@ def protocol_bindings(settings: Settings) -> tuple[str, ...]:
 def set_route(
     session: Session,
     settings: Settings,
-    account_id: str,
+    account: Account,
     *,
     deal_route: str,
     binding: str | None,
     agent_card_url: str | None,
 ) -> None:
     """A write replaces the whole declaration: an omitted optional field is cleared."""
-    account = get(session, account_id)
     route = validation.https_url(deal_route, "deal_route", allow_query=False)
     if binding is not None and binding not in protocol_bindings(settings):
         raise InvalidInput(

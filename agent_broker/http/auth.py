@@ -12,6 +12,7 @@ from fastapi.security import APIKeyHeader
 from sqlalchemy.orm import Session
 
 from agent_broker.accounts import credentials
+from agent_broker.accounts.models import Account
 from agent_broker.db.session import read_session, write_session
 from agent_broker.problems import ApiKeyDisabled, Unauthorized
 
@@ -22,9 +23,12 @@ api_key_scheme = APIKeyHeader(name=API_KEY_HEADER, auto_error=False)
 
 @dataclass(frozen=True)
 class Caller:
-    account_id: str
-    handle: str
+    account: Account  # loaded in the request's session; services reuse it
     via: str  # "api_key"
+
+    @property
+    def account_id(self) -> str:
+        return self.account.id
 
 
 def _resolve(request: Request, session: Session, presented: str | None) -> Caller:
@@ -35,7 +39,7 @@ def _resolve(request: Request, session: Session, presented: str | None) -> Calle
         raise Unauthorized("The API key is not recognised.")
     if account.status != "active":
         raise ApiKeyDisabled()
-    return Caller(account_id=account.id, handle=account.handle, via="api_key")
+    return Caller(account=account, via="api_key")
 
 
 def _caller_write(

@@ -5,13 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from agent_broker.ledger import books
 from agent_broker.ledger.holds import capture_hold, release_hold, settle_lapsed_holds, take_hold
 from agent_broker.ledger.journal import post_entry
-from agent_broker.ledger.models import LedgerAccount
+from agent_broker.ledger.models import Hold, LedgerAccount
 
 __all__ = [
     "WalletView",
@@ -24,6 +24,7 @@ __all__ = [
     "capture_hold",
     "settle_lapsed_holds",
     "is_funded",
+    "funded_accounts",
 ]
 
 
@@ -50,17 +51,25 @@ def open_wallet(session: Session, account_id: str, *, now: datetime) -> None:
 
 
 def wallet(session: Session, account_id: str, *, now: datetime) -> WalletView:
-    """The wallet as of `now`, lapsed holds given back first (they settle on read)."""
-    settle_lapsed_holds(session, now=now, account_id=account_id)
+    """The wallet as of `now`, lapsed holds counted as given back.
+
+    A pure read, so read-only requests never take a write lock: the lapsed holds' rows
+    are settled by the next write on this wallet or by the expire-holds job, and both
+    arrive at exactly these figures."""
+    code = books.wallet_code(account_id)
+    lapsed = (
+        select(func.coalesce(func.sum(Hold.amount_micro), 0))
+        .where(Hold.wallet_code == code, Hold.status == "active", Hold.expires_at <= now)
+        .scalar_subquery()
+    )
     row = session.execute(
-        select(LedgerAccount.total_micro, LedgerAccount.held_micro, LedgerAccount.funded)
-        .where(LedgerAccount.code == books.wallet_code(account_id))
-        .execution_options(populate_existing=True)
+        select(
+            LedgerAccount.total_micro, LedgerAccount.held_micro, LedgerAccount.funded, lapsed
+        ).where(LedgerAccount.code == code)
     ).one()
+    held = row.held_micro - int(row[3])
     return WalletView(
-        spendable_micro=row.total_micro - row.held_micro,
-        held_micro=row.held_micro,
-        funded=bool(row.funded),
+        spendable_micro=row.total_micro - held, held_micro=held, funded=bool(row.funded)
     )
 
 
@@ -121,3 +130,16 @@ def charge(
         now=now,
         postings=[(books.wallet_code(account_id), -amount_micro), (sink, amount_micro)],
     )
+
+
+def funded_accounts(session: Session, account_ids: set[str]) -> set[str]:
+    """Which of these accounts were ever funded with real money (one query)."""
+    if not account_ids:
+        return set()
+    codes = {books.wallet_code(a) for a in account_ids}
+    rows = session.scalars(
+        select(LedgerAccount.owner_id).where(
+            LedgerAccount.code.in_(codes), LedgerAccount.funded.is_(True)
+        )
+    )
+    return {owner for owner in rows if owner}

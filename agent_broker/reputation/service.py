@@ -29,15 +29,22 @@ def seed_facets(session: Session, account_id: str) -> None:
 
 
 def facets(session: Session, account_id: str) -> dict[str, dict[str, int]]:
+    return facets_for(session, {account_id}).get(account_id, {})
+
+
+def facets_for(session: Session, account_ids: set[str]) -> dict[str, dict[str, dict[str, int]]]:
+    """Facets of several accounts in one query: {account_id: {role: counters}}."""
+    if not account_ids:
+        return {}
     rows = session.scalars(
-        select(ReputationFacet).where(ReputationFacet.account_id == account_id)
+        select(ReputationFacet).where(ReputationFacet.account_id.in_(account_ids))
     ).all()
-    return {
-        row.role: {
+    found: dict[str, dict[str, dict[str, int]]] = {}
+    for row in rows:
+        found.setdefault(row.account_id, {})[row.role] = {
             "rating_sum": row.rating_sum,
             "rating_count": row.rating_count,
             "finalized_count": row.finalized_count,
             "non_delivery_count": row.non_delivery_count,
         }
-        for row in rows
-    }
+    return found

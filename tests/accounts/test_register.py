@@ -219,6 +219,23 @@ def test_registration_is_rate_limited_per_source_and_clears(make_app):
         assert _count_accounts(app) == 3
 
 
+def test_forwarded_for_from_an_untrusted_peer_does_not_evade_the_limit(make_app):
+    # The TestClient peer ("testclient") is not in the trusted range, so a varying
+    # X-Forwarded-For must not make each request look like a new source.
+    app = make_app(register_rate_limit="2/hour", trusted_proxies="10.0.0.0/8")
+    with TestClient(app, raise_server_exceptions=False) as client:
+        for hop in ("198.51.100.1", "198.51.100.2"):
+            ok = client.post(
+                REGISTER, json={"accepted_terms": True}, headers={"x-forwarded-for": hop}
+            )
+            assert ok.status_code == 201, ok.text
+
+        limited = client.post(
+            REGISTER, json={"accepted_terms": True}, headers={"x-forwarded-for": "198.51.100.3"}
+        )
+        assert_problem(limited, 429, "rate_limited")
+
+
 def test_idempotent_replay_is_not_counted_by_the_rate_limit(make_app):
     app = make_app(register_rate_limit="2/hour")
     with TestClient(app, raise_server_exceptions=False) as client:

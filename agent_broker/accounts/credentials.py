@@ -7,13 +7,15 @@ import hashlib
 import hmac
 import secrets
 
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 from sqlalchemy.orm import Session
 
 from agent_broker.accounts.models import Account
 from agent_broker.config import Settings
 
 KEY_PREFIX = "ab_live_"
+# Built once: every authenticated request runs it, and building costs more than running.
+_BY_KEY_HASH = select(Account).where(Account.api_key_hash == bindparam("key_hash"))
 
 
 def new_api_key() -> str:
@@ -40,7 +42,7 @@ def account_for_key(session: Session, settings: Settings, presented: str) -> Acc
     if len(presented) > 200:
         return None
     wanted = hash_api_key(settings, presented)
-    account = session.scalars(select(Account).where(Account.api_key_hash == wanted)).one_or_none()
+    account = session.scalars(_BY_KEY_HASH, {"key_hash": wanted}).one_or_none()
     # The index finds the row; the comparison itself is constant-time.
     if account is None or not hmac.compare_digest(account.api_key_hash, wanted):
         return None

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import func, select
+from sqlalchemy import bindparam, func, select
 from sqlalchemy.orm import Session
 
 from agent_broker.ledger import books
@@ -26,6 +26,20 @@ __all__ = [
     "is_funded",
     "funded_accounts",
 ]
+
+
+_LAPSED = (
+    select(func.coalesce(func.sum(Hold.amount_micro), 0))
+    .where(
+        Hold.wallet_code == bindparam("code"),
+        Hold.status == "active",
+        Hold.expires_at <= bindparam("now"),
+    )
+    .scalar_subquery()
+)
+_WALLET_AS_OF = select(
+    LedgerAccount.total_micro, LedgerAccount.held_micro, LedgerAccount.funded, _LAPSED
+).where(LedgerAccount.code == bindparam("code"))
 
 
 @dataclass(frozen=True)
@@ -56,17 +70,7 @@ def wallet(session: Session, account_id: str, *, now: datetime) -> WalletView:
     A pure read, so read-only requests never take a write lock: the lapsed holds' rows
     are settled by the next write on this wallet or by the expire-holds job, and both
     arrive at exactly these figures."""
-    code = books.wallet_code(account_id)
-    lapsed = (
-        select(func.coalesce(func.sum(Hold.amount_micro), 0))
-        .where(Hold.wallet_code == code, Hold.status == "active", Hold.expires_at <= now)
-        .scalar_subquery()
-    )
-    row = session.execute(
-        select(
-            LedgerAccount.total_micro, LedgerAccount.held_micro, LedgerAccount.funded, lapsed
-        ).where(LedgerAccount.code == code)
-    ).one()
+    row = session.execute(_WALLET_AS_OF, {"code": books.wallet_code(account_id), "now": now}).one()
     held = row.held_micro - int(row[3])
     return WalletView(
         spendable_micro=row.total_micro - held, held_micro=held, funded=bool(row.funded)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 from sqlalchemy.orm import Session
 
 from agent_broker.reputation.models import ReputationFacet
@@ -11,6 +11,14 @@ ROLES = ("buyer", "seller")
 # Every account starts each role with one synthetic five-star rating.
 SEED_RATING_SUM = 5
 SEED_RATING_COUNT = 1
+_FACETS_OF = select(
+    ReputationFacet.account_id,
+    ReputationFacet.role,
+    ReputationFacet.rating_sum,
+    ReputationFacet.rating_count,
+    ReputationFacet.finalized_count,
+    ReputationFacet.non_delivery_count,
+).where(ReputationFacet.account_id.in_(bindparam("ids", expanding=True)))
 
 
 def seed_facets(session: Session, account_id: str) -> None:
@@ -36,11 +44,8 @@ def facets_for(session: Session, account_ids: set[str]) -> dict[str, dict[str, d
     """Facets of several accounts in one query: {account_id: {role: counters}}."""
     if not account_ids:
         return {}
-    rows = session.scalars(
-        select(ReputationFacet).where(ReputationFacet.account_id.in_(account_ids))
-    ).all()
     found: dict[str, dict[str, dict[str, int]]] = {}
-    for row in rows:
+    for row in session.execute(_FACETS_OF, {"ids": list(account_ids)}):
         found.setdefault(row.account_id, {})[row.role] = {
             "rating_sum": row.rating_sum,
             "rating_count": row.rating_count,

@@ -13,6 +13,7 @@ from agent_broker.config import Settings
 from agent_broker.db.engine import create_database
 from agent_broker.http.rate_limits import RateLimiter
 from agent_broker.jobs.runner import Scheduler
+from agent_broker.listings.routes import router as listings_router
 from agent_broker.logging import configure as configure_logging
 from agent_broker.meta.routes import router as meta_router
 from agent_broker.problems import install_handlers
@@ -51,6 +52,7 @@ def create_app(settings: Settings | None = None, *, run_jobs: bool | None = None
     install_handlers(app)
     app.include_router(meta_router)
     app.include_router(accounts_router)
+    app.include_router(listings_router)
     return app
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+import uuid
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -54,6 +55,7 @@ async def run_load(
     port: int,
     request: bytes,
     *,
+    placeholder: bytes | None = None,
     concurrency: int,
     duration_s: float,
     warmup_s: float,
@@ -65,7 +67,7 @@ async def run_load(
     window = (start + warmup_s, start + warmup_s + duration_s)
     cpu_before = time.process_time()
     tasks = [
-        asyncio.create_task(_connection(host, port, request, window, result))
+        asyncio.create_task(_connection(host, port, request, placeholder, window, result))
         for _ in range(concurrency)
     ]
     _, pending = await asyncio.wait(tasks, timeout=warmup_s + duration_s + GRACE_S)
@@ -80,7 +82,12 @@ async def run_load(
 
 
 async def _connection(
-    host: str, port: int, request: bytes, window: tuple[float, float], result: LoadResult
+    host: str,
+    port: int,
+    request: bytes,
+    placeholder: bytes | None,
+    window: tuple[float, float],
+    result: LoadResult,
 ) -> None:
     writer: asyncio.StreamWriter | None = None
     try:
@@ -92,8 +99,11 @@ async def _connection(
                     _record(result, window, None, time.perf_counter(), NO_RESPONSE)
                     await asyncio.sleep(0.05)  # a refused connect would otherwise spin
                     continue
+            payload = request
+            if placeholder is not None:  # a fresh value, e.g. an Idempotency-Key
+                payload = request.replace(placeholder, str(uuid.uuid4()).encode())
             sent = time.perf_counter()
-            writer.write(request)
+            writer.write(payload)
             try:
                 response = await read_response(reader)
             except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError):

@@ -3,17 +3,22 @@ runs once before the load (against the live server) and returns the scenario to 
 typically with credentials or ids filled in. Scenarios run in list order against one
 database, so what one leaves behind (e.g. accounts) is there for the next.
 
-To add one, append to SCENARIOS, e.g.
-    Scenario("feed", "GET", "/v1/feed", setup=with_new_account)
-    Scenario("listing", "POST", "/v1/listings", body={...}, setup=<one that also credits>)
+To add one, append to SCENARIOS. A scenario whose requests must differ (an
+Idempotency-Key per request) names that header in `unique_header`: the load generator
+gives every request a fresh UUID there.
 """
 
 from __future__ import annotations
 
+import asyncio
+import json
+import sys
+import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from bench.server import ROOT, Server
 from bench.wire import Client, encode_request
 
 # Served by bench.app. The driver does not import the app, so a broken app shows up as
@@ -29,16 +34,29 @@ class Scenario:
     headers: Mapping[str, str] = field(default_factory=dict)
     body: Any = None  # sent as JSON when not None
     setup: Setup | None = None
+    unique_header: str | None = None  # filled with a fresh UUID on every request
+
+    @property
+    def placeholder(self) -> bytes | None:
+        return UNIQUE_PLACEHOLDER.encode() if self.unique_header else None
 
     @property
     def label(self) -> str:
         return f"{self.method} {self.path}"
 
     def encode(self, host: str, port: int) -> bytes:
-        return encode_request(self.method, self.path, host, port, self.headers, self.body)
+        headers = dict(self.headers)
+        if self.unique_header:
+            headers[self.unique_header] = UNIQUE_PLACEHOLDER
+        return encode_request(self.method, self.path, host, port, headers, self.body)
 
 
-Setup = Callable[[Client, Scenario], Awaitable[Scenario]]
+# As long as any UUID, so replacing it keeps the request's length.
+UNIQUE_PLACEHOLDER = str(uuid.UUID(int=0))
+FEED_LISTINGS = 10_000
+
+
+Setup = Callable[[Client, Scenario, Server], Awaitable[Scenario]]
 
 
 class SetupError(RuntimeError):
@@ -55,9 +73,41 @@ async def register_account(client: Client) -> str:
     return str(response.json()["api_key"])
 
 
-async def with_new_account(client: Client, scenario: Scenario) -> Scenario:
+async def with_new_account(client: Client, scenario: Scenario, server: Server) -> Scenario:
     key = await register_account(client)
     return replace(scenario, headers={**scenario.headers, "x-api-key": key})
+
+
+_seeded_key: list[str] = []
+
+
+async def with_seeded_market(client: Client, scenario: Scenario, server: Server) -> Scenario:
+    """A funded account and FEED_LISTINGS live listings, seeded once per run."""
+    if not _seeded_key:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "bench.seed",
+            str(FEED_LISTINGS),
+            cwd=ROOT,
+            env=server.env,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        out, err = await proc.communicate()
+        if proc.returncode != 0:
+            raise SetupError(f"seeding the market failed: {err.decode()[-2000:]}")
+        _seeded_key.append(json.loads(out)["api_key"])
+    return replace(scenario, headers={**scenario.headers, "x-api-key": _seeded_key[0]})
+
+
+LISTING = {
+    "title": "Benchmark listing",
+    "category": "data_processing",
+    "listing_type": "sell",
+    "price_micro": 2_500_000,
+    "body": "I normalise columns, fix encodings and drop duplicate rows. Up to 1 GB per job.",
+}
 
 
 # The first is the baseline every other scenario is compared with; it always runs.
@@ -65,4 +115,13 @@ SCENARIOS: list[Scenario] = [
     Scenario("bare", "GET", BARE_PATH),
     Scenario("account", "GET", "/v1/account", setup=with_new_account),
     Scenario("register", "POST", "/v1/account/register", body={"accepted_terms": True}),
+    Scenario("feed", "GET", "/v1/feed?limit=20", setup=with_seeded_market),
+    Scenario(
+        "listing",
+        "POST",
+        "/v1/listings",
+        body=LISTING,
+        setup=with_seeded_market,
+        unique_header="Idempotency-Key",
+    ),
 ]

@@ -35,6 +35,7 @@ class Server:
     port: int
     pid: int
     command: tuple[str, ...]
+    env: dict[str, str]  # the server's environment, for setup steps that seed its database
 
     def cpu_seconds(self) -> float | None:
         """User + system CPU time of the server process so far (Linux only)."""
@@ -130,7 +131,7 @@ def running_server() -> Iterator[Server]:
                 if time.monotonic() > deadline:
                     raise ServerError(f"/health did not answer 200 in {STARTUP_TIMEOUT_S:.0f} s")
                 time.sleep(0.1)
-            yield Server(HOST, port, proc.pid, command)
+            yield Server(HOST, port, proc.pid, command, env)
         finally:
             _stop(proc)
             # Why it failed to start, or warnings it logged during the run.

@@ -12,6 +12,7 @@ from agent_broker.accounts.schemas import (
     RegisterAccountResponse,
     RouteRequest,
 )
+from agent_broker.db.dispatch import db_bound
 from agent_broker.db.session import ReadSession, WriteSession
 from agent_broker.http.auth import CurrentCaller, ReadCaller
 from agent_broker.http.client_ip import client_ip
@@ -28,6 +29,7 @@ router = APIRouter(prefix="/v1/account", tags=["accounts"])
     response_model_exclude_none=True,
     responses=problems(400, 409, 428, 429),
 )
+@db_bound
 def register(
     request: Request,
     session: WriteSession,
@@ -63,16 +65,19 @@ def register(
 
 
 @router.get("", response_model=AccountOut, responses=problems(401, 403))
+@db_bound
 def read_account(caller: ReadCaller, session: ReadSession) -> dict:
     return service.account_view(session, caller.account, now=clock.now())
 
 
 @router.get("/profile", response_model=AccountProfileOut, responses=problems(401, 403))
+@db_bound
 def read_profile(caller: ReadCaller, session: ReadSession) -> dict:
     return service.profile_view(session, caller.account, now=clock.now())
 
 
 @router.put("/contact", status_code=204, response_class=Response, responses=problems(400, 401, 403))
+@db_bound
 def put_contact(body: ContactRequest, caller: CurrentCaller, session: WriteSession) -> Response:
     service.set_contact(
         session,
@@ -85,6 +90,7 @@ def put_contact(body: ContactRequest, caller: CurrentCaller, session: WriteSessi
 
 
 @router.put("/route", status_code=204, response_class=Response, responses=problems(400, 401, 403))
+@db_bound
 def put_route(
     request: Request, body: RouteRequest, caller: CurrentCaller, session: WriteSession
 ) -> Response:

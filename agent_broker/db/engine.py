@@ -4,7 +4,10 @@ database lock instead of failing on a lock upgrade. PostgreSQL goes through psyc
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import asyncio
+import weakref
+from contextlib import AbstractAsyncContextManager, nullcontext
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from sqlalchemy import Engine, create_engine, event
@@ -23,6 +26,23 @@ class Database:
     writer: sessionmaker[Session]
     # Sessions that only read: a deferred BEGIN, never blocking writers.
     reader: sessionmaker[Session]
+
+    # SQLite only: write requests of this process take turns here before BEGIN IMMEDIATE,
+    # so a writer waiting for the file lock never blocks the event loop that the lock's
+    # holder needs to finish (see agent_broker.db.dispatch). One per event loop.
+    serialise_writes: bool = False
+    _gates: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = field(
+        default_factory=weakref.WeakKeyDictionary
+    )
+
+    def write_gate(self) -> AbstractAsyncContextManager[object]:
+        if not self.serialise_writes:
+            return nullcontext()
+        loop = asyncio.get_running_loop()
+        gate = self._gates.get(loop)
+        if gate is None:
+            gate = self._gates[loop] = asyncio.Lock()
+        return gate
 
     def dispose(self) -> None:
         self.engine.dispose()
@@ -67,8 +87,11 @@ def create_database(settings: Settings) -> Database:
             url, pool_size=settings.db_pool_size, max_overflow=20, pool_pre_ping=True
         )
         reader_bind = engine
+    # Sessions know whether their blocking work may run on the event loop (see dispatch).
+    info = {"inline": url.get_backend_name() == "sqlite"}
     return Database(
         engine=engine,
-        writer=sessionmaker(bind=engine, expire_on_commit=False),
-        reader=sessionmaker(bind=reader_bind, expire_on_commit=False),
+        writer=sessionmaker(bind=engine, expire_on_commit=False, info=info),
+        reader=sessionmaker(bind=reader_bind, expire_on_commit=False, info=info),
+        serialise_writes=info["inline"],
     )

@@ -6,4 +6,5 @@ from agent_broker.domains.models import DomainClaim  # noqa: F401
 from agent_broker.http.models import IdempotencyRecord  # noqa: F401
 from agent_broker.jobs.models import JobLease  # noqa: F401
 from agent_broker.ledger.models import Hold, JournalEntry, LedgerAccount, Posting  # noqa: F401
+from agent_broker.listings.models import Listing  # noqa: F401
 from agent_broker.reputation.models import ReputationFacet  # noqa: F401

@@ -1,17 +1,20 @@
 """One transaction per request: the dependency commits when the route returns and rolls
 back when it raises, before the response leaves. Services only flush.
 
-Opening a session does no I/O, so it happens on the event loop; only the commit or
-rollback at the end goes to the thread pool, in one hop."""
+Opening a session does no I/O, so it happens on the event loop; the commit or rollback at
+the end runs where the database's blocking work runs (agent_broker.db.dispatch)."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Annotated
 
 from fastapi import Depends, Request
 from sqlalchemy.orm import Session, sessionmaker
 from starlette.concurrency import run_in_threadpool
+
+from agent_broker.db.dispatch import runs_inline
 
 
 def _finish(session: Session, succeeded: bool) -> None:
@@ -24,23 +27,34 @@ def _finish(session: Session, succeeded: bool) -> None:
         session.close()
 
 
+async def _end(session: Session, succeeded: bool) -> None:
+    if runs_inline(session):
+        _finish(session, succeeded)
+    else:
+        await run_in_threadpool(_finish, session, succeeded)
+
+
+@asynccontextmanager
 async def _transaction(factory: sessionmaker[Session]) -> AsyncIterator[Session]:
+    # A context manager, not a nested generator: an exception thrown into the request's
+    # dependency must reach this rollback at once, not when the generator is collected.
     session = factory()
     try:
         yield session
     except BaseException:
-        await run_in_threadpool(_finish, session, False)
+        await _end(session, False)
         raise
-    await run_in_threadpool(_finish, session, True)
+    await _end(session, True)
 
 
 async def write_session(request: Request) -> AsyncIterator[Session]:
-    async for session in _transaction(request.app.state.db.writer):
+    db = request.app.state.db
+    async with db.write_gate(), _transaction(db.writer) as session:
         yield session
 
 
 async def read_session(request: Request) -> AsyncIterator[Session]:
-    async for session in _transaction(request.app.state.db.reader):
+    async with _transaction(request.app.state.db.reader) as session:
         yield session
 
 

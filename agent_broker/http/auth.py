@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session
 
 from agent_broker.accounts import credentials
 from agent_broker.accounts.models import Account
+from agent_broker.db.dispatch import db_bound
 from agent_broker.db.session import read_session, write_session
 from agent_broker.problems import ApiKeyDisabled, Unauthorized
 
@@ -42,6 +43,7 @@ def _resolve(request: Request, session: Session, presented: str | None) -> Calle
     return Caller(account=account, via="api_key")
 
 
+@db_bound
 def _caller_write(
     request: Request,
     session: Annotated[Session, Depends(write_session, scope="function")],
@@ -50,6 +52,7 @@ def _caller_write(
     return _resolve(request, session, presented)
 
 
+@db_bound
 def _caller_read(
     request: Request,
     session: Annotated[Session, Depends(read_session, scope="function")],

@@ -12,6 +12,7 @@ from sqlalchemy.orm import Session
 from agent_broker.config import Settings
 from agent_broker.http.idempotency import purge_expired
 from agent_broker.ledger.service import settle_lapsed_holds
+from agent_broker.listings.service import expire_due
 
 
 @dataclass(frozen=True)
@@ -26,6 +27,10 @@ def _expire_holds(session: Session, settings: Settings, now: datetime) -> str:
     return f"settled {settle_lapsed_holds(session, now=now)} lapsed holds"
 
 
+def _expire_listings(session: Session, settings: Settings, now: datetime) -> str:
+    return f"expired {expire_due(session, now=now)} listings"
+
+
 def _expire_idempotency_keys(session: Session, settings: Settings, now: datetime) -> str:
     return f"forgot {purge_expired(session, settings.idempotency_retention_hours)} idempotency keys"
 
@@ -33,6 +38,12 @@ def _expire_idempotency_keys(session: Session, settings: Settings, now: datetime
 JOBS: dict[str, Job] = {
     job.name: job
     for job in (
+        Job(
+            "expire-listings",
+            timedelta(minutes=5),
+            _expire_listings,
+            "mark listings past their life as expired",
+        ),
         Job(
             "expire-holds",
             timedelta(minutes=5),

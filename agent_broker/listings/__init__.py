@@ -1,0 +1,1 @@
+"""Listings: posting, the public feed, categories and expiry."""

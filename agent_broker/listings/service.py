@@ -1,0 +1,201 @@
+"""Listing rules: posting (fee, cap, scanning), reading, the feed and expiry."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from sqlalchemy import Select, bindparam, func, select, tuple_, update
+from sqlalchemy.orm import Session
+
+from agent_broker.accounts import service as accounts
+from agent_broker.db.base import UTCDateTime
+from agent_broker.ledger import books
+from agent_broker.ledger import service as ledger
+from agent_broker.listings import categories, cursor
+from agent_broker.listings.models import Listing
+from agent_broker.listings.schemas import PostListingRequest
+from agent_broker.listings.views import ListingLike, PosterStanding, listing_view, poster_role
+from agent_broker.problems import InvalidInput, NotFound, Problem, Reason
+from agent_broker.reputation import service as reputation
+from agent_broker.scanning.service import ensure_clean
+
+POSTING_FEE_MICRO = 100_000  # 200 credits
+UNFUNDED_LISTING_CAP = 3  # lifetime, until the account is funded with real money
+DEFAULT_FEED_LIMIT = 20
+
+
+class ListingCapReached(Problem):
+    status, reason = 409, Reason.listing_cap_reached
+    default_detail = (
+        f"An account not yet funded with real money may post {UNFUNDED_LISTING_CAP} listings in "
+        "its lifetime; add credits to lift the cap. Nothing was charged."
+    )
+
+
+@dataclass(frozen=True)
+class FeedQuery:
+    limit: int = DEFAULT_FEED_LIMIT
+    cursor: str | None = None
+    category: str | None = None
+    listing_type: str | None = None
+
+
+def post(
+    session: Session, account_id: str, request: PostListingRequest, *, ttl: timedelta, now: datetime
+) -> dict:
+    title = request.title.strip()
+    if not title:
+        raise InvalidInput("title must not be empty.")
+    price = request.price_micro or 0
+    category = categories.for_listing(request.category, price)
+    ensure_clean({"title": title, "body": request.body})
+
+    if (
+        not ledger.is_funded(session, account_id)
+        and _posted(session, account_id) >= UNFUNDED_LISTING_CAP
+    ):
+        raise ListingCapReached()
+    listing_id = str(uuid.uuid4())
+    # The fee's conditional update locks the wallet row, so the cap is counted again
+    # below while no concurrent post of the same account can slip past it.
+    ledger.charge(
+        session,
+        account_id,
+        POSTING_FEE_MICRO,
+        sink=books.FEES,
+        kind="listing_fee",
+        memo="listing posting fee",
+        reference=listing_id,
+        now=now,
+    )
+    funded = ledger.is_funded(session, account_id)
+    if not funded and _posted(session, account_id) >= UNFUNDED_LISTING_CAP:
+        raise ListingCapReached()
+
+    account = accounts.get(session, account_id)
+    listing = Listing(
+        id=listing_id,
+        poster_id=account_id,
+        poster_handle=account.handle,
+        status="live",
+        listing_type=request.listing_type,
+        category=category,
+        title=title,
+        body=request.body,
+        price_micro=price,
+        delivery_deadline_days=request.delivery_deadline_days or None,
+        created_at=now,
+        expires_at=now + ttl,
+    )
+    session.add(listing)
+    session.flush()
+    standing = _standings(session, [listing]).get(listing.id)
+    return listing_view(listing, now=now, standing=standing, with_body=True, with_avg_rating=False)
+
+
+def _posted(session: Session, account_id: str) -> int:
+    return (
+        session.scalar(
+            select(func.count()).select_from(Listing).where(Listing.poster_id == account_id)
+        )
+        or 0
+    )
+
+
+def read(session: Session, listing_id: str, *, now: datetime) -> dict:
+    listing = session.get(Listing, listing_id)
+    if listing is None:
+        raise NotFound("No such listing.")
+    standing = _standings(session, [listing]).get(listing.id)
+    return listing_view(listing, now=now, standing=standing, with_body=True)
+
+
+# Feed entries carry no body, so it is not read. Rows, not ORM objects: the feed is the
+# hottest read and a page of entities costs more to build than the query costs to run.
+_FEED_COLUMNS = [c for c in Listing.__table__.c if c.name != "body"]
+_feed_statements: dict[tuple[bool, bool, bool], Select] = {}
+
+
+def _feed_statement(by_category: bool, by_type: bool, after_cursor: bool) -> Select:
+    """One prebuilt statement per filter combination, all with bound parameters."""
+    key = (by_category, by_type, after_cursor)
+    stmt = _feed_statements.get(key)
+    if stmt is None:
+        table = Listing.__table__
+        stmt = select(*_FEED_COLUMNS).where(
+            table.c.status == "live", table.c.expires_at > bindparam("now")
+        )
+        if by_category:
+            stmt = stmt.where(table.c.category == bindparam("category"))
+        if by_type:
+            stmt = stmt.where(table.c.listing_type == bindparam("listing_type"))
+        if after_cursor:
+            stmt = stmt.where(
+                tuple_(table.c.created_at, table.c.id)
+                < tuple_(bindparam("after_created", type_=UTCDateTime()), bindparam("after_id"))
+            )
+        stmt = stmt.order_by(table.c.created_at.desc(), table.c.id.desc()).limit(
+            bindparam("page_rows")
+        )
+        _feed_statements[key] = stmt
+    return stmt
+
+
+def feed(session: Session, query: FeedQuery, *, now: datetime) -> dict:
+    params: dict = {"now": now, "page_rows": query.limit + 1}
+    if query.category is not None:
+        params["category"] = categories.resolve_or_refuse(query.category)
+    if query.listing_type is not None:
+        params["listing_type"] = query.listing_type
+    if query.cursor:
+        params["after_created"], params["after_id"] = cursor.decode(query.cursor)
+    stmt = _feed_statement(
+        query.category is not None, query.listing_type is not None, bool(query.cursor)
+    )
+    rows = session.execute(stmt, params).all()
+    page, more = rows[: query.limit], len(rows) > query.limit
+    standings = _standings(session, page)
+    result: dict = {
+        "listings": [
+            listing_view(row, now=now, standing=standings.get(row.id), with_body=False)
+            for row in page
+        ]
+    }
+    if more:
+        last = page[-1]
+        result["next_cursor"] = cursor.encode(last.created_at, last.id)
+    return result
+
+
+def _standings(session: Session, listings: Iterable[ListingLike]) -> dict[str, PosterStanding]:
+    """Each listing's poster standing, read in two queries for the whole page. A poster
+    whose record cannot be read gets none, and the seller fields are then omitted."""
+    listings = list(listings)
+    posters = {row.poster_id for row in listings}
+    facets = reputation.facets_for(session, posters)
+    funded = ledger.funded_accounts(session, posters)
+    standings = {}
+    for row in listings:
+        facet = facets.get(row.poster_id, {}).get(poster_role(row))
+        if facet is None:
+            continue
+        standings[row.id] = PosterStanding(
+            rating_sum=facet["rating_sum"],
+            rating_count=facet["rating_count"],
+            finalized_count=facet["finalized_count"],
+            funded=row.poster_id in funded,
+        )
+    return standings
+
+
+def expire_due(session: Session, *, now: datetime) -> int:
+    """Mark live listings past their expiry as expired (the job; reads agree lazily)."""
+    result = session.execute(
+        update(Listing)
+        .where(Listing.status == "live", Listing.expires_at <= now)
+        .values(status="expired")
+    )
+    return result.rowcount or 0

@@ -31,6 +31,10 @@ class Settings(BaseSettings):
     trusted_proxies: str = ""
     # `limits` notation, e.g. "20/hour".
     register_rate_limit: str = "20/hour"
+    # Scanner refusals an account may collect before 429 too_many_violations (`limits`).
+    violation_limit: str = "5/hour"
+    # How long a negotiation thread (and the opener's hold) lasts without a seal.
+    thread_ttl_days: int = Field(default=7, ge=1, le=365)
     # How long a listing stays live after posting.
     listing_ttl_days: int = Field(default=7, ge=1, le=365)
     idempotency_retention_hours: int = Field(default=24, ge=1)

@@ -45,5 +45,20 @@ class RateLimiter:
             return
         raise RateLimited(math.ceil(max(1.0, stats.reset_time - time.time())))
 
+    def exhausted(self, name: str, limit: str, *identifiers: str) -> bool:
+        """Whether the budget is spent, without counting anything (fails open)."""
+        try:
+            return not self._limiter.test(self._item(limit), name, *identifiers)
+        except Exception as exc:  # noqa: BLE001
+            log.warning("rate_limit_store_unavailable", limit=name, error_type=type(exc).__name__)
+            return False
+
+    def record(self, name: str, limit: str, *identifiers: str) -> None:
+        """Count one event without refusing anything (fails open)."""
+        try:
+            self._limiter.hit(self._item(limit), name, *identifiers)
+        except Exception as exc:  # noqa: BLE001
+            log.warning("rate_limit_store_unavailable", limit=name, error_type=type(exc).__name__)
+
     def reset(self) -> None:
         self._storage.reset()

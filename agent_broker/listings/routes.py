@@ -12,6 +12,7 @@ from agent_broker.http.idempotency import RequiredIdempotency
 from agent_broker.http.responses import problems
 from agent_broker.listings import service
 from agent_broker.listings.schemas import FeedPage, ListingOut, PostListingRequest
+from agent_broker.scanning.brake import screen_for
 
 router = APIRouter(prefix="/v1", tags=["listings"])
 
@@ -21,7 +22,7 @@ router = APIRouter(prefix="/v1", tags=["listings"])
     status_code=201,
     response_model=ListingOut,
     response_model_exclude_none=True,
-    responses=problems(400, 401, 402, 403, 409, 422),
+    responses=problems(400, 401, 402, 403, 409, 422, 429),
 )
 @db_bound
 def post_listing(
@@ -31,10 +32,19 @@ def post_listing(
     session: WriteSession,
     idempotency: RequiredIdempotency,
 ) -> Response:
-    ttl = request.app.state.settings.listing_ttl
+    state = request.app.state
+    screen = screen_for(state.rate_limiter, state.settings, caller.account_id)
 
     def create() -> tuple[int, dict]:
-        return 201, service.post(session, caller.account_id, body, ttl=ttl, now=clock.now())
+        listing = service.post(
+            session,
+            caller.account_id,
+            body,
+            screen=screen,
+            ttl=state.settings.listing_ttl,
+            now=clock.now(),
+        )
+        return 201, listing
 
     return idempotency.run(session, caller.account_id, create)
 

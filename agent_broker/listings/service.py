@@ -20,7 +20,7 @@ from agent_broker.listings.schemas import PostListingRequest
 from agent_broker.listings.views import ListingLike, PosterStanding, listing_view, poster_role
 from agent_broker.problems import InvalidInput, NotFound, Problem, Reason
 from agent_broker.reputation import service as reputation
-from agent_broker.scanning.service import ensure_clean
+from agent_broker.scanning.brake import Screen
 
 POSTING_FEE_MICRO = 100_000  # 200 credits
 UNFUNDED_LISTING_CAP = 3  # lifetime, until the account is funded with real money
@@ -44,14 +44,20 @@ class FeedQuery:
 
 
 def post(
-    session: Session, account_id: str, request: PostListingRequest, *, ttl: timedelta, now: datetime
+    session: Session,
+    account_id: str,
+    request: PostListingRequest,
+    *,
+    screen: Screen,
+    ttl: timedelta,
+    now: datetime,
 ) -> dict:
     title = request.title.strip()
     if not title:
         raise InvalidInput("title must not be empty.")
     price = request.price_micro or 0
     category = categories.for_listing(request.category, price)
-    ensure_clean({"title": title, "body": request.body})
+    screen({"title": title, "body": request.body})
 
     if (
         not ledger.is_funded(session, account_id)

@@ -241,3 +241,22 @@ def test_scanned_content_is_refused_and_charges_nothing(app, client, seller, fie
     assert field in body["detail"]
     assert _balance(client, seller) == before
     assert _listings(app) == 0
+
+
+def test_repeated_scanner_refusals_trip_the_abuse_brake(make_app):
+    from fastapi.testclient import TestClient
+
+    app = make_app(violation_limit="2/hour")
+    with TestClient(app) as client:
+        agent = register(client)
+        fund(app, agent.account_id, 10 * FEE, real_money=True)
+        leak = "Write to sales@brokerbot.io"
+        for _ in range(2):
+            assert_problem(post(client, agent, body=leak), 422, "contact_leak")
+        refused = post(client, agent)  # even a clean post waits out the brake
+        assert_problem(refused, 429, "too_many_violations")
+        assert "retryAfterSeconds" not in refused.json()
+        assert "retry-after" not in refused.headers
+        other = register(client)
+        fund(app, other.account_id, FEE, real_money=True)
+        assert post(client, other).status_code == 201  # the brake is per account

@@ -17,6 +17,7 @@ from agent_broker.listings.routes import router as listings_router
 from agent_broker.logging import configure as configure_logging
 from agent_broker.meta.routes import router as meta_router
 from agent_broker.problems import install_handlers
+from agent_broker.threads.routes import router as threads_router
 
 
 def create_app(settings: Settings | None = None, *, run_jobs: bool | None = None) -> FastAPI:
@@ -53,6 +54,7 @@ def create_app(settings: Settings | None = None, *, run_jobs: bool | None = None
     app.include_router(meta_router)
     app.include_router(accounts_router)
     app.include_router(listings_router)
+    app.include_router(threads_router)
     return app
 
 

@@ -78,6 +78,10 @@ class Settings(BaseSettings):
         return timedelta(days=self.listing_ttl_days)
 
     @property
+    def thread_ttl(self) -> timedelta:
+        return timedelta(days=self.thread_ttl_days)
+
+    @property
     def is_sqlite(self) -> bool:
         return self.database_url.startswith("sqlite")
 

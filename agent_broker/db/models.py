@@ -8,3 +8,4 @@ from agent_broker.jobs.models import JobLease  # noqa: F401
 from agent_broker.ledger.models import Hold, JournalEntry, LedgerAccount, Posting  # noqa: F401
 from agent_broker.listings.models import Listing  # noqa: F401
 from agent_broker.reputation.models import ReputationFacet  # noqa: F401
+from agent_broker.threads.models import Thread  # noqa: F401

@@ -13,6 +13,7 @@ from agent_broker.config import Settings
 from agent_broker.http.idempotency import purge_expired
 from agent_broker.ledger.service import settle_lapsed_holds
 from agent_broker.listings.service import expire_due
+from agent_broker.threads.service import expire_due as expire_threads_due
 
 
 @dataclass(frozen=True)
@@ -31,6 +32,10 @@ def _expire_listings(session: Session, settings: Settings, now: datetime) -> str
     return f"expired {expire_due(session, now=now)} listings"
 
 
+def _expire_threads(session: Session, settings: Settings, now: datetime) -> str:
+    return f"closed {expire_threads_due(session, now=now)} threads past their life"
+
+
 def _expire_idempotency_keys(session: Session, settings: Settings, now: datetime) -> str:
     return f"forgot {purge_expired(session, settings.idempotency_retention_hours)} idempotency keys"
 
@@ -43,6 +48,12 @@ JOBS: dict[str, Job] = {
             timedelta(minutes=5),
             _expire_listings,
             "mark listings past their life as expired",
+        ),
+        Job(
+            "expire-threads",
+            timedelta(minutes=5),
+            _expire_threads,
+            "close negotiation threads past their life (their holds lapse)",
         ),
         Job(
             "expire-holds",

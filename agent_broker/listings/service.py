@@ -17,7 +17,13 @@ from agent_broker.ledger import service as ledger
 from agent_broker.listings import categories, cursor
 from agent_broker.listings.models import Listing
 from agent_broker.listings.schemas import PostListingRequest
-from agent_broker.listings.views import ListingLike, PosterStanding, listing_view, poster_role
+from agent_broker.listings.views import (
+    ListingLike,
+    PosterStanding,
+    effective_status,
+    listing_view,
+    poster_role,
+)
 from agent_broker.problems import InvalidInput, NotFound, Problem, Reason
 from agent_broker.reputation import service as reputation
 from agent_broker.scanning.brake import Screen
@@ -111,10 +117,19 @@ def _posted(session: Session, account_id: str) -> int:
     )
 
 
-def read(session: Session, listing_id: str, *, now: datetime) -> dict:
+def get(session: Session, listing_id: str) -> Listing:
     listing = session.get(Listing, listing_id)
     if listing is None:
         raise NotFound("No such listing.")
+    return listing
+
+
+def is_live(listing: Listing, now: datetime) -> bool:
+    return effective_status(listing, now) == "live"
+
+
+def read(session: Session, listing_id: str, *, now: datetime) -> dict:
+    listing = get(session, listing_id)
     standing = _standings(session, [listing]).get(listing.id)
     return listing_view(listing, now=now, standing=standing, with_body=True)
 

@@ -1,0 +1,1 @@
+"""Negotiation threads: open, offer, close, read (finalize seals them into deals)."""

@@ -1,0 +1,113 @@
+from __future__ import annotations
+
+from fastapi import APIRouter, Request, Response
+
+from agent_broker import clock
+from agent_broker.db.dispatch import db_bound
+from agent_broker.db.session import ReadSession, WriteSession
+from agent_broker.http.auth import CurrentCaller, ReadCaller
+from agent_broker.http.idempotency import RequiredIdempotency
+from agent_broker.http.responses import problems
+from agent_broker.scanning.brake import screen_for
+from agent_broker.threads import service
+from agent_broker.threads.schemas import DiffRequest, ThreadOut
+
+router = APIRouter(prefix="/v1", tags=["threads"])
+
+
+@router.post(
+    "/listings/{listing_id}/threads",
+    status_code=201,
+    response_model=ThreadOut,
+    responses=problems(400, 401, 402, 403, 404, 409, 410, 422, 428, 429),
+)
+@db_bound
+def open_thread(
+    request: Request,
+    listing_id: str,
+    body: DiffRequest,
+    caller: CurrentCaller,
+    session: WriteSession,
+    idempotency: RequiredIdempotency,
+) -> Response:
+    state = request.app.state
+    screen = screen_for(state.rate_limiter, state.settings, caller.account_id)
+
+    def create() -> tuple[int, dict]:
+        thread = service.open_thread(
+            session,
+            caller.account,
+            listing_id,
+            body.diff,
+            screen=screen,
+            ttl=state.settings.thread_ttl,
+            now=clock.now(),
+        )
+        return 201, thread
+
+    return idempotency.run(session, caller.account_id, create)
+
+
+@router.get(
+    "/listings/{listing_id}/threads",
+    response_model=list[ThreadOut],
+    responses=problems(401, 403, 404),
+)
+@db_bound
+def listing_inbox(listing_id: str, caller: ReadCaller, session: ReadSession) -> list[dict]:
+    return service.inbox(session, caller.account_id, listing_id, now=clock.now())
+
+
+@router.get("/threads/mine", response_model=list[ThreadOut], responses=problems(401, 403))
+@db_bound
+def my_threads(caller: ReadCaller, session: ReadSession) -> list[dict]:
+    return service.mine(session, caller.account_id, now=clock.now())
+
+
+@router.get("/threads/{thread_id}", response_model=ThreadOut, responses=problems(401, 403, 404))
+@db_bound
+def read_thread(thread_id: str, caller: ReadCaller, session: ReadSession) -> dict:
+    return service.read(session, caller.account_id, thread_id, now=clock.now())
+
+
+@router.post(
+    "/threads/{thread_id}/offers",
+    response_model=ThreadOut,
+    responses=problems(400, 401, 403, 404, 409, 410, 422, 429),
+)
+@db_bound
+def make_offer(
+    request: Request,
+    thread_id: str,
+    body: DiffRequest,
+    caller: CurrentCaller,
+    session: WriteSession,
+) -> dict:
+    state = request.app.state
+    return service.offer(
+        session,
+        caller.account_id,
+        thread_id,
+        body.diff,
+        screen=screen_for(state.rate_limiter, state.settings, caller.account_id),
+        now=clock.now(),
+    )
+
+
+@router.post(
+    "/threads/{thread_id}/close",
+    response_model=ThreadOut,
+    responses=problems(400, 401, 403, 404, 409, 410),
+)
+@db_bound
+def close_thread(
+    thread_id: str,
+    caller: CurrentCaller,
+    session: WriteSession,
+    idempotency: RequiredIdempotency,
+) -> Response:
+    # Any body is ignored (SPEC.md 4.3).
+    def do() -> tuple[int, dict]:
+        return 200, service.close(session, caller.account_id, thread_id, now=clock.now())
+
+    return idempotency.run(session, caller.account_id, do)

@@ -1,0 +1,22 @@
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+MAX_DIFF = 10_000
+
+
+class DiffRequest(BaseModel):
+    diff: str = Field(max_length=MAX_DIFF, description="Proposed terms; replaces the running diff")
+
+
+class ThreadOut(BaseModel):
+    id: str
+    listing_id: str
+    status: Literal["open", "rejected", "finalized", "closed"]
+    turn: Literal["poster", "negotiator"]
+    diff: str
+    amount_micro: int = Field(description="The flat deal fee held for this thread")
+    created_at: str
+    updated_at: str

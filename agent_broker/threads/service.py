@@ -1,0 +1,236 @@
+"""Thread rules: who may open, whose turn it is, closing, reading. Money moves only through
+the ledger (the opener's hold)."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime, timedelta
+
+from sqlalchemy import or_, select, update
+from sqlalchemy.orm import Session
+
+from agent_broker import clock
+from agent_broker.accounts import service as accounts
+from agent_broker.accounts.models import Account
+from agent_broker.accounts.profile import setup_requirements
+from agent_broker.ledger import service as ledger
+from agent_broker.listings import service as listings
+from agent_broker.problems import Forbidden, InvalidInput, NotFound, Reason
+from agent_broker.scanning.brake import Screen
+from agent_broker.threads.errors import (
+    AlreadyFinalized,
+    ListingExpired,
+    OutOfTurn,
+    ProfileIncomplete,
+    SelfListingNegotiation,
+    ThreadAutoClosed,
+)
+from agent_broker.threads.models import Thread
+
+DEAL_FEE_MICRO = 1_000_000  # 2,000 credits, per side
+MINE_LIMIT = 200
+_threads = Thread.__table__
+
+
+def effective_status(thread: Thread, now: datetime) -> str:
+    # An open thread past its life is closed, as its hold has lapsed.
+    if thread.status == "open" and thread.expires_at <= now:
+        return "closed"
+    return thread.status
+
+
+def view(thread: Thread, now: datetime) -> dict:
+    status = effective_status(thread, now)
+    # A thread that ran out of life changed state at expires_at, whether or not the
+    # expiry job has written it yet.
+    lapsed = thread.status == "open" and status == "closed"
+    return {
+        "id": thread.id,
+        "listing_id": thread.listing_id,
+        "status": status,
+        "turn": thread.turn,
+        "diff": thread.diff,
+        "amount_micro": thread.amount_micro,
+        "created_at": clock.rfc3339(thread.created_at),
+        "updated_at": clock.rfc3339(thread.expires_at if lapsed else thread.updated_at),
+    }
+
+
+def _diff(text: str) -> str:
+    if not text.strip():
+        raise InvalidInput("diff must not be empty.")
+    return text
+
+
+def _require_complete_profiles(opener: Account, poster: Account) -> None:
+    own = setup_requirements(opener)
+    if not own.complete:
+        raise ProfileIncomplete(
+            "Complete your profile before opening a thread; no fee was held.",
+            reason=Reason.profile_incomplete_self,
+            extra=own.as_dict(),
+        )
+    if not setup_requirements(poster).complete:
+        # What the poster lacks is theirs to know: nothing of it is disclosed.
+        raise ProfileIncomplete(
+            "The listing's poster has not completed their profile yet, so the listing cannot"
+            " receive threads; no fee was held.",
+            reason=Reason.profile_incomplete_counterparty,
+            extra={"missing": [], "blocked_actions": ["open_thread"], "next": []},
+        )
+
+
+def open_thread(
+    session: Session,
+    opener: Account,
+    listing_id: str,
+    diff: str,
+    *,
+    screen: Screen,
+    ttl: timedelta,
+    now: datetime,
+) -> dict:
+    """Refusals in order: 404 unknown listing, 409 own listing, 410 not live, 428 profile,
+    400/422/429 the diff, 402 the opener's balance. Only the opener's fee is held."""
+    listing = listings.get(session, listing_id)
+    if listing.poster_id == opener.id:
+        raise SelfListingNegotiation()
+    if not listings.is_live(listing, now):
+        raise ListingExpired()
+    _require_complete_profiles(opener, accounts.get(session, listing.poster_id))
+    text = _diff(diff)
+    screen({"diff": text})
+    thread_id = str(uuid.uuid4())
+    expires_at = now + ttl
+    hold = ledger.take_hold(
+        session, opener.id, DEAL_FEE_MICRO, reference=thread_id, expires_at=expires_at, now=now
+    )
+    thread = Thread(
+        id=thread_id,
+        listing_id=listing.id,
+        poster_id=listing.poster_id,
+        opener_id=opener.id,
+        status="open",
+        turn="poster",
+        diff=text,
+        amount_micro=DEAL_FEE_MICRO,
+        hold_id=hold.id,
+        created_at=now,
+        updated_at=now,
+        expires_at=expires_at,
+    )
+    session.add(thread)
+    session.flush()
+    return view(thread, now)
+
+
+def _party_thread(session: Session, thread_id: str, account_id: str) -> tuple[Thread, str]:
+    """The thread and the caller's side. A non-party cannot tell it from a missing one."""
+    thread = session.get(Thread, thread_id, populate_existing=True)
+    if thread is None or account_id not in (thread.poster_id, thread.opener_id):
+        raise NotFound("No such thread.")
+    return thread, "poster" if account_id == thread.poster_id else "negotiator"
+
+
+def _refuse_unless_open(thread: Thread, now: datetime) -> None:
+    status = effective_status(thread, now)
+    if status == "finalized":
+        raise AlreadyFinalized()
+    if status == "closed":
+        raise ThreadAutoClosed()
+    if status == "rejected":
+        raise OutOfTurn("This thread was rejected; nobody can move on it. Open a new thread.")
+
+
+def offer(
+    session: Session,
+    account_id: str,
+    thread_id: str,
+    diff: str,
+    *,
+    screen: Screen,
+    now: datetime,
+) -> dict:
+    thread, side = _party_thread(session, thread_id, account_id)
+    _refuse_unless_open(thread, now)
+    if thread.turn != side:
+        raise OutOfTurn()
+    text = _diff(diff)
+    screen({"diff": text})
+    other = "negotiator" if side == "poster" else "poster"
+    # Conditional on the turn, so two simultaneous offers cannot both land.
+    moved = session.execute(
+        update(_threads)
+        .where(
+            _threads.c.id == thread.id,
+            _threads.c.status == "open",
+            _threads.c.turn == side,
+            _threads.c.expires_at > now,
+        )
+        .values(diff=text, turn=other, updated_at=now)
+    ).rowcount
+    if moved != 1:
+        thread, _ = _party_thread(session, thread_id, account_id)
+        _refuse_unless_open(thread, now)
+        raise OutOfTurn()
+    session.refresh(thread)
+    return view(thread, now)
+
+
+def close(session: Session, account_id: str, thread_id: str, *, now: datetime) -> dict:
+    """Either party rejects an open thread; the opener's hold goes back to them."""
+    thread, _ = _party_thread(session, thread_id, account_id)
+    if thread.status == "rejected":
+        return view(thread, now)  # closing twice changes nothing
+    _refuse_unless_open(thread, now)
+    closed = session.execute(
+        update(_threads)
+        .where(_threads.c.id == thread.id, _threads.c.status == "open")
+        .values(status="rejected", updated_at=now)
+    ).rowcount
+    if closed != 1:  # someone else moved it meanwhile
+        thread, _ = _party_thread(session, thread_id, account_id)
+        if thread.status == "rejected":
+            return view(thread, now)
+        _refuse_unless_open(thread, now)
+    ledger.release_hold(session, thread.hold_id, now=now)
+    session.refresh(thread)
+    return view(thread, now)
+
+
+def read(session: Session, account_id: str, thread_id: str, *, now: datetime) -> dict:
+    thread, _ = _party_thread(session, thread_id, account_id)
+    return view(thread, now)
+
+
+def inbox(session: Session, account_id: str, listing_id: str, *, now: datetime) -> list[dict]:
+    listing = listings.get(session, listing_id)
+    if listing.poster_id != account_id:
+        raise Forbidden("Only the listing's poster may read its threads.")
+    rows = session.scalars(
+        select(Thread).where(Thread.listing_id == listing_id).order_by(Thread.created_at.desc())
+    )
+    return [view(row, now) for row in rows]
+
+
+def mine(session: Session, account_id: str, *, now: datetime) -> list[dict]:
+    """The caller's threads on either side, most recently active first (at most 200)."""
+    rows = session.scalars(
+        select(Thread)
+        .where(or_(Thread.poster_id == account_id, Thread.opener_id == account_id))
+        .order_by(Thread.updated_at.desc(), Thread.id.desc())
+        .limit(MINE_LIMIT)
+    )
+    return [view(row, now) for row in rows]
+
+
+def expire_due(session: Session, *, now: datetime) -> int:
+    """Mark open threads past their life as closed (their holds lapse in the ledger)."""
+    return (
+        session.execute(
+            update(_threads)
+            .where(_threads.c.status == "open", _threads.c.expires_at <= now)
+            .values(status="closed", updated_at=now)
+        ).rowcount
+        or 0
+    )

@@ -11,6 +11,7 @@ from agent_broker import RELEASE_TAG
 from agent_broker.accounts.routes import router as accounts_router
 from agent_broker.config import Settings
 from agent_broker.db.engine import create_database
+from agent_broker.deals.routes import router as deals_router
 from agent_broker.http.rate_limits import RateLimiter
 from agent_broker.jobs.runner import Scheduler
 from agent_broker.listings.routes import router as listings_router
@@ -18,6 +19,7 @@ from agent_broker.logging import configure as configure_logging
 from agent_broker.meta.routes import router as meta_router
 from agent_broker.problems import install_handlers
 from agent_broker.threads.routes import router as threads_router
+from agent_broker.tokens.routes import router as tokens_router
 
 
 def create_app(settings: Settings | None = None, *, run_jobs: bool | None = None) -> FastAPI:
@@ -55,6 +57,8 @@ def create_app(settings: Settings | None = None, *, run_jobs: bool | None = None
     app.include_router(accounts_router)
     app.include_router(listings_router)
     app.include_router(threads_router)
+    app.include_router(deals_router)
+    app.include_router(tokens_router)
     return app
 
 

@@ -15,9 +15,11 @@ app = typer.Typer(
 db_app = typer.Typer(help="Database maintenance.", no_args_is_help=True)
 admin_app = typer.Typer(help="Operator actions.", no_args_is_help=True)
 jobs_app = typer.Typer(help="Scheduled jobs.", no_args_is_help=True)
+keys_app = typer.Typer(help="Token signing keys.", no_args_is_help=True)
 app.add_typer(db_app, name="db")
 app.add_typer(admin_app, name="admin")
 app.add_typer(jobs_app, name="jobs")
+app.add_typer(keys_app, name="keys")
 
 
 def _settings() -> Settings:
@@ -151,6 +153,62 @@ def jobs_run(name: str) -> None:
         typer.echo(f"{name}: another runner holds the lease; nothing done", err=True)
         raise typer.Exit(3)
     typer.echo(f"{name}: {outcome}")
+
+
+@keys_app.command("rotate")
+def keys_rotate() -> None:
+    """Start signing with a new Ed25519 key; the old one stays published for 7 days."""
+    from agent_broker import clock
+    from agent_broker.db.engine import create_database
+    from agent_broker.tokens import keys, registry
+
+    settings = _settings()
+    if settings.signing_key:
+        # The secret lives in the environment: nothing is written; the new key is published
+        # by the first process that starts with it.
+        new = keys.generate()
+        typer.echo(keys.secret_hex(new))
+        typer.echo(
+            f"Set BROKER_SIGNING_KEY to the line above (kid {new.kid}) and restart every "
+            "worker; the old key stays published for 7 days.",
+            err=True,
+        )
+        return
+    old, new = keys.rotate_key_file(keys.key_file(settings.var_dir))
+    db = create_database(settings)
+    try:
+        with db.writer() as session:
+            registry.register_current(session, new, now=clock.now())
+            session.commit()
+    finally:
+        db.dispose()
+    retired = f"; {old.kid} retired, published for 7 more days" if old else ""
+    typer.echo(f"signing key {new.kid} is current{retired}; restart the service to sign with it")
+
+
+@keys_app.command("list")
+def keys_list() -> None:
+    """List signing keys: kid, current or retired, activated, retired, published until."""
+    from agent_broker.clock import rfc3339
+    from agent_broker.db.engine import create_database
+    from agent_broker.tokens import registry
+
+    db = create_database(_settings())
+    try:
+        with db.reader() as session:
+            rows = registry.all_keys(session)
+    finally:
+        db.dispose()
+    if not rows:
+        typer.echo("no signing keys yet; the service registers its key when it starts", err=True)
+    for row in rows:
+        retired = row.retired_at
+        typer.echo(
+            f"{row.kid}\t{'retired' if retired else 'current'}"
+            f"\tactivated={rfc3339(row.activated_at)}"
+            f"\tretired={rfc3339(retired) if retired else '-'}"
+            f"\tpublished_until={rfc3339(retired + registry.TOKEN_TTL) if retired else '-'}"
+        )
 
 
 def main() -> None:

@@ -108,10 +108,11 @@ def _reset_clock() -> Iterator[None]:
 
 
 @pytest.fixture
-def make_settings(database_url: str) -> Callable[..., Settings]:
+def make_settings(database_url: str, tmp_path: Path) -> Callable[..., Settings]:
     def build(**overrides: Any) -> Settings:
         values: dict[str, Any] = {
             "database_url": database_url,
+            "var_dir": str(tmp_path / "var"),
             "key_hash_secret": TEST_SECRET,
             "register_rate_limit": "10000/hour",
             "public_base_url": "https://broker.test",

@@ -2,6 +2,7 @@
 
 from agent_broker.accounts.models import Account  # noqa: F401
 from agent_broker.db.base import Base  # noqa: F401
+from agent_broker.deals.models import Deal  # noqa: F401
 from agent_broker.domains.models import DomainClaim  # noqa: F401
 from agent_broker.http.models import IdempotencyRecord  # noqa: F401
 from agent_broker.jobs.models import JobLease  # noqa: F401
@@ -9,3 +10,4 @@ from agent_broker.ledger.models import Hold, JournalEntry, LedgerAccount, Postin
 from agent_broker.listings.models import Listing  # noqa: F401
 from agent_broker.reputation.models import ReputationFacet  # noqa: F401
 from agent_broker.threads.models import Thread  # noqa: F401
+from agent_broker.tokens.models import SigningKey  # noqa: F401

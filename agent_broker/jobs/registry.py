@@ -10,6 +10,7 @@ from datetime import datetime, timedelta
 from sqlalchemy.orm import Session
 
 from agent_broker.config import Settings
+from agent_broker.deals.service import purge_due
 from agent_broker.http.idempotency import purge_expired
 from agent_broker.ledger.service import settle_lapsed_holds
 from agent_broker.listings.service import expire_due
@@ -36,6 +37,10 @@ def _expire_threads(session: Session, settings: Settings, now: datetime) -> str:
     return f"closed {expire_threads_due(session, now=now)} threads past their life"
 
 
+def _purge_deals(session: Session, settings: Settings, now: datetime) -> str:
+    return f"purged {purge_due(session, now=now)} deals"
+
+
 def _expire_idempotency_keys(session: Session, settings: Settings, now: datetime) -> str:
     return f"forgot {purge_expired(session, settings.idempotency_retention_hours)} idempotency keys"
 
@@ -60,6 +65,12 @@ JOBS: dict[str, Job] = {
             timedelta(minutes=5),
             _expire_holds,
             "give lapsed escrow holds back to spendable balances",
+        ),
+        Job(
+            "purge-deals",
+            timedelta(minutes=15),
+            _purge_deals,
+            "erase revealed contacts and routes of deals past purge_at",
         ),
         Job(
             "expire-idempotency-keys",

@@ -128,6 +128,15 @@ def is_live(listing: Listing, now: datetime) -> bool:
     return effective_status(listing, now) == "live"
 
 
+def mark_matched(session: Session, listing_id: str) -> None:
+    """A deal sealed on the listing: it leaves the feed for good."""
+    session.execute(
+        update(Listing)
+        .where(Listing.id == listing_id, Listing.status == "live")
+        .values(status="matched")
+    )
+
+
 def read(session: Session, listing_id: str, *, now: datetime) -> dict:
     listing = get(session, listing_id)
     standing = _standings(session, [listing]).get(listing.id)

@@ -5,6 +5,8 @@ from fastapi import APIRouter, Request, Response
 from agent_broker import clock
 from agent_broker.db.dispatch import db_bound
 from agent_broker.db.session import ReadSession, WriteSession
+from agent_broker.deals import service as deals
+from agent_broker.deals.schemas import DealPackage
 from agent_broker.http.auth import CurrentCaller, ReadCaller
 from agent_broker.http.idempotency import RequiredIdempotency
 from agent_broker.http.responses import problems
@@ -111,3 +113,45 @@ def close_thread(
         return 200, service.close(session, caller.account_id, thread_id, now=clock.now())
 
     return idempotency.run(session, caller.account_id, do)
+
+
+@router.post(
+    "/threads/{thread_id}/finalize",
+    status_code=201,
+    response_model=DealPackage,
+    response_model_exclude_none=True,
+    responses=problems(400, 401, 402, 403, 404, 409, 410),
+)
+@db_bound
+def finalize_thread(
+    request: Request,
+    thread_id: str,
+    caller: CurrentCaller,
+    session: WriteSession,
+    idempotency: RequiredIdempotency,
+) -> Response:
+    # Any body (e.g. a self-reported agreed price) is accepted and ignored.
+    def seal() -> tuple[int, dict]:
+        deal = service.finalize(
+            session, caller.account, thread_id, signer=request.app.state.signer, now=clock.now()
+        )
+        return 201, deal
+
+    def replay(status: int, kept: dict) -> tuple[int, dict]:
+        # The package carries a bearer credential, so only the deal id is kept; the
+        # replay renders the same (deterministic) package again.
+        return status, deals.read(
+            session,
+            caller.account_id,
+            kept["deal_id"],
+            signer=request.app.state.signer,
+            now=clock.now(),
+        )
+
+    return idempotency.run(
+        session,
+        caller.account_id,
+        seal,
+        stored=lambda body: {"deal_id": body["id"]},
+        replayed=replay,
+    )

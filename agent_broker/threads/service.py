@@ -13,6 +13,8 @@ from agent_broker import clock
 from agent_broker.accounts import service as accounts
 from agent_broker.accounts.models import Account
 from agent_broker.accounts.profile import setup_requirements
+from agent_broker.deals import service as deals
+from agent_broker.ledger import books
 from agent_broker.ledger import service as ledger
 from agent_broker.listings import service as listings
 from agent_broker.problems import Forbidden, InvalidInput, NotFound, Reason
@@ -26,6 +28,7 @@ from agent_broker.threads.errors import (
     ThreadAutoClosed,
 )
 from agent_broker.threads.models import Thread
+from agent_broker.tokens.keys import Signer
 
 DEAL_FEE_MICRO = 1_000_000  # 2,000 credits, per side
 MINE_LIMIT = 200
@@ -101,7 +104,8 @@ def open_thread(
     text = _diff(diff)
     screen({"diff": text})
     thread_id = str(uuid.uuid4())
-    expires_at = now + ttl
+    # A thread never outlives its listing: past the listing's life nothing can seal.
+    expires_at = min(now + ttl, listing.expires_at)
     hold = ledger.take_hold(
         session, opener.id, DEAL_FEE_MICRO, reference=thread_id, expires_at=expires_at, now=now
     )
@@ -230,7 +234,84 @@ def expire_due(session: Session, *, now: datetime) -> int:
         session.execute(
             update(_threads)
             .where(_threads.c.status == "open", _threads.c.expires_at <= now)
-            .values(status="closed", updated_at=now)
+            .values(status="closed", updated_at=_threads.c.expires_at)
         ).rowcount
         or 0
     )
+
+
+def finalize(
+    session: Session, poster: Account, thread_id: str, *, signer: Signer, now: datetime
+) -> dict:
+    """Seal the thread: capture the opener's held fee and charge the poster's, create the
+    deal, mark the listing matched, auto-close competing threads and release their holds.
+    One transaction: any refusal leaves everything as it was."""
+    thread, side = _party_thread(session, thread_id, poster.id)
+    if side != "poster":
+        raise Forbidden("Only the listing's poster may finalize; nothing moved.")
+    _refuse_unless_open(thread, now)
+    if thread.turn != "poster":
+        raise OutOfTurn("Your last offer is unanswered: the negotiator's diff must stand to seal.")
+    negotiator = accounts.get(session, thread.opener_id)
+    deals.ensure_routes(poster, negotiator)
+    # Claim the thread first: of concurrent finalize calls exactly one gets past here.
+    won = session.execute(
+        update(_threads)
+        .where(
+            _threads.c.id == thread.id,
+            _threads.c.status == "open",
+            _threads.c.turn == "poster",
+            _threads.c.expires_at > now,
+        )
+        .values(status="finalized", updated_at=now)
+    ).rowcount
+    if won != 1:
+        thread, _ = _party_thread(session, thread_id, poster.id)
+        _refuse_unless_open(thread, now)
+        raise OutOfTurn()
+    ledger.capture_hold(
+        session,
+        thread.hold_id,
+        sink=books.FEES,
+        kind="deal_fee",
+        memo="deal fee, negotiator side",
+        now=now,
+    )
+    ledger.charge(
+        session,
+        poster.id,
+        thread.amount_micro,
+        sink=books.FEES,
+        kind="deal_fee",
+        memo="deal fee, poster side",
+        reference=thread.id,
+        now=now,
+    )
+    listings.mark_matched(session, thread.listing_id)
+    _auto_close_competitors(session, thread, now)
+    deal = deals.seal(
+        session,
+        thread_id=thread.id,
+        listing_id=thread.listing_id,
+        poster=poster,
+        negotiator=negotiator,
+        amount_micro=thread.amount_micro,
+        now=now,
+    )
+    return deals.package(deal, poster.id, signer=signer, now=now)
+
+
+def _auto_close_competitors(session: Session, sealed: Thread, now: datetime) -> None:
+    others = session.scalars(
+        select(Thread).where(
+            Thread.listing_id == sealed.listing_id, Thread.id != sealed.id, Thread.status == "open"
+        )
+    ).all()
+    for other in others:
+        closed = session.execute(
+            update(_threads)
+            .where(_threads.c.id == other.id, _threads.c.status == "open")
+            .values(status="closed", updated_at=now)
+        ).rowcount
+        if closed == 1:
+            ledger.release_hold(session, other.hold_id, now=now)

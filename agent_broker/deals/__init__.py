@@ -1,0 +1,1 @@
+"""Deals: sealing a thread, the mirror-imaged reveal, purge."""

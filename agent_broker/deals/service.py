@@ -1,0 +1,164 @@
+"""Deal rules: sealing a thread into a deal, the mirror-imaged package, the purge."""
+
+from __future__ import annotations
+
+import secrets
+import uuid
+from datetime import datetime, timedelta
+
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session
+
+from agent_broker import clock
+from agent_broker.accounts.models import Account
+from agent_broker.deals.errors import DealPurged, MissingDealRouteCounterparty, MissingDealRouteSelf
+from agent_broker.deals.models import Deal
+from agent_broker.problems import NotFound
+from agent_broker.tokens.keys import Signer
+from agent_broker.tokens.service import mint_deal_credential, origin_of
+
+REVEAL_LIFE = timedelta(days=7)
+PRESENTATION = {
+    "header": "Authorization",
+    "scheme": "Bearer",
+    "type": "http",
+    "securityScheme": "bearer",
+}
+A2A_VERSION, WEBHOOK_VERSION = "1.0", "1"
+
+
+def ensure_routes(poster: Account, negotiator: Account) -> None:
+    """Both sides need a deal route to seal (the caller is the poster)."""
+    if not poster.deal_route:
+        raise MissingDealRouteSelf()
+    if not negotiator.deal_route:
+        raise MissingDealRouteCounterparty()
+
+
+def seal(
+    session: Session,
+    *,
+    thread_id: str,
+    listing_id: str,
+    poster: Account,
+    negotiator: Account,
+    amount_micro: int,
+    now: datetime,
+) -> Deal:
+    deal = Deal(
+        id=str(uuid.uuid4()),
+        thread_id=thread_id,
+        listing_id=listing_id,
+        poster_id=poster.id,
+        negotiator_id=negotiator.id,
+        amount_micro=amount_micro,
+        status="active",
+        created_at=now,
+        reveal_at=now,
+        purge_at=now + REVEAL_LIFE,
+    )
+    for side, account in (("poster", poster), ("negotiator", negotiator)):
+        values = {
+            "route_hash": secrets.token_hex(8),
+            "route": account.deal_route,
+            "binding": account.route_protocol_binding,
+            "card_url": account.agent_card_url,
+            "contact_name": account.contact_name,
+            "contact_email": account.contact_email,
+            "contact_url": account.contact_url,
+        }
+        for name, value in values.items():
+            setattr(deal, f"{side}_{name}", value)
+    session.add(deal)
+    session.flush()
+    return deal
+
+
+def find_for_thread(session: Session, thread_id: str) -> Deal | None:
+    return session.scalars(select(Deal).where(Deal.thread_id == thread_id)).one_or_none()
+
+
+def _coordinates(deal: Deal, side: str) -> dict:
+    return {name: getattr(deal, f"{side}_{name}") for name in Deal.COORDINATES}
+
+
+def _endpoint(route: str, route_hash: str) -> str:
+    return (route if route.endswith("/") else route + "/") + route_hash
+
+
+def package(deal: Deal, account_id: str, *, signer: Signer, now: datetime) -> dict:
+    """The deal as one party sees it: the counterparty's coordinates, and a credential
+    that party presents to the counterparty. Deterministic: the same package every time."""
+    if now >= deal.purge_at or deal.status == "purged":
+        raise DealPurged()
+    mine = "poster" if account_id == deal.poster_id else "negotiator"
+    theirs = "negotiator" if mine == "poster" else "poster"
+    other = _coordinates(deal, theirs)
+    credential = mint_deal_credential(
+        signer,
+        deal_id=deal.id,
+        bearer=mine,
+        audience_origin=origin_of(other["route"]),
+        now=deal.created_at,
+    )
+    body: dict = {
+        "id": deal.id,
+        "status": "active",
+        "route": other["route_hash"],
+        "credential": credential.token,
+        "credential_kid": credential.kid,
+        "amount_micro": deal.amount_micro,
+        "reveal_at": clock.rfc3339(deal.reveal_at),
+        "purge_at": clock.rfc3339(deal.purge_at),
+        "created_at": clock.rfc3339(deal.created_at),
+    }
+    if now >= deal.reveal_at:
+        body["status"] = "revealed"
+        body["reveal"] = _reveal(other, credential.token, credential.kid)
+    return body
+
+
+def _reveal(other: dict, credential: str, kid: str) -> dict:
+    endpoint = _endpoint(other["route"], other["route_hash"])
+    contact = {
+        key: other[key] for key in ("contact_name", "contact_email", "contact_url") if other[key]
+    }
+    reveal: dict = {
+        "counterparty_endpoint": endpoint,
+        "counterparty_contact": contact,
+        "credential": credential,
+        "credential_kid": kid,
+        "credential_presentation": dict(PRESENTATION),
+    }
+    binding = other["binding"]
+    if binding:
+        version = WEBHOOK_VERSION if binding.endswith("/webhook-v1") else A2A_VERSION
+        reveal["counterparty_interface"] = {
+            "url": endpoint,
+            "protocolBinding": binding,
+            "protocolVersion": version,
+        }
+    if other["card_url"]:
+        reveal["counterparty_agent_card_url"] = other["card_url"]
+    return reveal
+
+
+def read(session: Session, account_id: str, deal_id: str, *, signer: Signer, now: datetime) -> dict:
+    deal = session.get(Deal, deal_id)
+    if deal is None or account_id not in (deal.poster_id, deal.negotiator_id):
+        raise NotFound("No such deal.")
+    return package(deal, account_id, signer=signer, now=now)
+
+
+def purge_due(session: Session, *, now: datetime) -> int:
+    """Erase the revealed coordinates of deals past purge_at, for good."""
+    erased = {f"{side}_{name}": None for side in Deal.SIDES for name in Deal.COORDINATES}
+    table = Deal.__table__
+    return (
+        session.execute(
+            update(table)
+            .where(table.c.status == "active", table.c.purge_at <= now)
+            .values(status="purged", **erased)
+        ).rowcount
+        or 0
+    )

@@ -12,6 +12,10 @@ Environment:
     BENCH_CONCURRENCY  concurrent connections (default 16)
     BENCH_SCENARIOS    comma-separated scenario names to run (default: all of
                        bench.scenarios.SCENARIOS); the baseline always runs
+    BENCH_DEAL_CYCLE   0 skips the full deal cycle (post, open, counter, reply,
+                       finalize), which otherwise runs on SQLite and PostgreSQL
+    BENCH_DEAL_PAIRS   trading pairs running cycles concurrently (default 4)
+    BENCH_POSTGRES_DSN server for the PostgreSQL run (default the local one)
 
 Exit status: 0 if every scenario ran clean, 1 if any had errors or timed out, 2 if the
 benchmark could not run.
@@ -21,11 +25,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 from collections.abc import Coroutine
 from typing import Any
 
 from bench.config import ConfigError, Settings, settings_from_env
+from bench.cycle import run_all
 from bench.load import run_load
 from bench.report import Outcome, as_json, table
 from bench.scanner import mean_scan_ms
@@ -81,6 +87,15 @@ def main() -> int:
     print(table(outcomes, settings))
     scan_ms = mean_scan_ms()
     print(f"scanner: {scan_ms:.3f} ms mean per 10,000-character body (target < 1 ms)")
+    if os.environ.get("BENCH_DEAL_CYCLE", "1") != "0":
+        pairs = int(os.environ.get("BENCH_DEAL_PAIRS", "4"))
+        for cycle in run_all(pairs, settings.duration_s, lambda c: _run_async(c)[0]):
+            print(
+                f"deal cycle ({cycle.backend}): {cycle.per_second:.1f} sealed deals/s with "
+                f"{pairs} trading pairs; p50 {cycle.percentile_ms(0.5) or 0:.1f} ms, "
+                f"p99 {cycle.percentile_ms(0.99) or 0:.1f} ms per deal (5 requests); "
+                f"{cycle.errors} failed cycles"
+            )
     print(f"wrote {RESULTS.relative_to(ROOT)}")
     return 1 if any(o.flagged for o in outcomes) else 0
 

@@ -10,7 +10,7 @@ from datetime import timedelta
 
 from agent_broker import clock
 from agent_broker.accounts.models import Account
-from agent_broker.accounts.service import register
+from agent_broker.accounts.service import register, set_contact, set_route
 from agent_broker.config import Settings
 from agent_broker.db.engine import create_database
 from agent_broker.http.rate_limits import RateLimiter
@@ -75,6 +75,55 @@ def seed(listings: int) -> str:
     return made.api_key
 
 
+def traders(pairs: int) -> list[list[str]]:
+    """Pairs of accounts (seller, buyer) with complete profiles and ample real money."""
+    settings = Settings()
+    db = create_database(settings)
+    now = clock.now()
+    keys = []
+    try:
+        with db.writer() as session:
+            for i in range(2 * pairs):
+                made = register(
+                    session,
+                    settings,
+                    RateLimiter(settings),
+                    accepted_terms=True,
+                    source="bench",
+                    now=now,
+                )
+                account = session.get(Account, made.account_id)
+                set_contact(
+                    session, account, name=f"Trader {i}", email=f"ops{i}@agents.dev", url=None
+                )
+                set_route(
+                    session,
+                    settings,
+                    account,
+                    deal_route=f"https://agents.dev/t{i}/",
+                    binding="JSONRPC",
+                    agent_card_url=None,
+                )
+                credit(
+                    session,
+                    made.account_id,
+                    1_000_000_000_000,
+                    source=books.OPERATOR,
+                    kind="bench_seed",
+                    memo="benchmark funding",
+                    now=now,
+                    real_money=True,
+                )
+                keys.append(made.api_key)
+            session.commit()
+    finally:
+        db.dispose()
+    return [keys[i : i + 2] for i in range(0, len(keys), 2)]
+
+
 if __name__ == "__main__":
-    count = int(sys.argv[1]) if len(sys.argv) > 1 else 10_000
-    print(json.dumps({"api_key": seed(count)}))
+    if len(sys.argv) > 1 and sys.argv[1] == "traders":
+        print(json.dumps(traders(int(sys.argv[2]))))
+    else:
+        count = int(sys.argv[1]) if len(sys.argv) > 1 else 10_000
+        print(json.dumps({"api_key": seed(count)}))

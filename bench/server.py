@@ -47,11 +47,11 @@ class Server:
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def _environment(workdir: Path) -> dict[str, str]:
+def _environment(workdir: Path, database_url: str | None) -> dict[str, str]:
     # Drop the caller's BROKER_* settings (e.g. a Redis URL) so every run is alike.
     env = {k: v for k, v in os.environ.items() if not k.startswith("BROKER_")}
     env.update(
-        BROKER_DATABASE_URL=f"sqlite:///{workdir / 'bench.db'}",
+        BROKER_DATABASE_URL=database_url or f"sqlite:///{workdir / 'bench.db'}",
         BROKER_VAR_DIR=str(workdir / "var"),
         BROKER_KEY_HASH_SECRET=KEY_HASH_SECRET,
         BROKER_JOBS_ENABLED="false",
@@ -98,11 +98,12 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
 
 
 @contextmanager
-def running_server() -> Iterator[Server]:
-    """Start the server and yield once /health answers 200; always stop it on exit."""
+def running_server(database_url: str | None = None) -> Iterator[Server]:
+    """Start the server (on a fresh SQLite file unless `database_url` names another
+    database) and yield once /health answers 200; always stop it on exit."""
     with tempfile.TemporaryDirectory(prefix="agent-broker-bench-") as tmp:
         workdir = Path(tmp)
-        env = _environment(workdir)
+        env = _environment(workdir, database_url)
         migrate = subprocess.run(
             [str(BIN / "agent-broker"), "db", "upgrade"],
             env=env,

@@ -14,8 +14,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from bench.scenarios import LISTING
-from bench.server import ROOT, Server, running_server
+from bench.scenarios import LISTING, run_seed
+from bench.server import Server, running_server
 from bench.wire import Client
 
 PG_DSN = os.environ.get("BENCH_POSTGRES_DSN", "postgresql://postgres@127.0.0.1:5432/postgres")
@@ -41,20 +41,7 @@ class CycleResult:
 
 
 async def _seed_traders(server: Server, pairs: int) -> list[tuple[str, str]]:
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "bench.seed",
-        "traders",
-        str(pairs),
-        cwd=ROOT,
-        env=server.env,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    out, err = await proc.communicate()
-    if proc.returncode != 0:
-        raise RuntimeError(f"seeding traders failed: {err.decode()[-2000:]}")
+    out = await run_seed(server, "traders", str(pairs))
     return [tuple(pair) for pair in json.loads(out)]
 
 

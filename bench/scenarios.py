@@ -81,22 +81,28 @@ async def with_new_account(client: Client, scenario: Scenario, server: Server) -
 _seeded_key: list[str] = []
 
 
+async def run_seed(server: Server, *args: str) -> bytes:
+    """Run `python -m bench.seed ARGS` against the server's database; its stdout (JSON)."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "bench.seed",
+        *args,
+        cwd=ROOT,
+        env=server.env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await proc.communicate()
+    if proc.returncode != 0:
+        raise SetupError(f"bench.seed {' '.join(args)} failed: {err.decode()[-2000:]}")
+    return out
+
+
 async def with_seeded_market(client: Client, scenario: Scenario, server: Server) -> Scenario:
     """A funded account and FEED_LISTINGS live listings, seeded once per run."""
     if not _seeded_key:
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "bench.seed",
-            str(FEED_LISTINGS),
-            cwd=ROOT,
-            env=server.env,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-        )
-        out, err = await proc.communicate()
-        if proc.returncode != 0:
-            raise SetupError(f"seeding the market failed: {err.decode()[-2000:]}")
+        out = await run_seed(server, str(FEED_LISTINGS))
         _seeded_key.append(json.loads(out)["api_key"])
     return replace(scenario, headers={**scenario.headers, "x-api-key": _seeded_key[0]})
 

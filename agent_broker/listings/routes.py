@@ -12,7 +12,7 @@ from agent_broker.http.idempotency import RequiredIdempotency
 from agent_broker.http.responses import problems
 from agent_broker.listings import service
 from agent_broker.listings.schemas import FeedPage, ListingOut, PostListingRequest
-from agent_broker.scanning.brake import screen_for
+from agent_broker.scanning.brake import CallerScreen
 
 router = APIRouter(prefix="/v1", tags=["listings"])
 
@@ -31,9 +31,9 @@ def post_listing(
     caller: CurrentCaller,
     session: WriteSession,
     idempotency: RequiredIdempotency,
+    screen: CallerScreen,
 ) -> Response:
     state = request.app.state
-    screen = screen_for(state.rate_limiter, state.settings, caller.account_id)
 
     def create() -> tuple[int, dict]:
         listing = service.post(

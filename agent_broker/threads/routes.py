@@ -10,7 +10,7 @@ from agent_broker.deals.schemas import DealPackage
 from agent_broker.http.auth import CurrentCaller, ReadCaller
 from agent_broker.http.idempotency import RequiredIdempotency
 from agent_broker.http.responses import problems
-from agent_broker.scanning.brake import screen_for
+from agent_broker.scanning.brake import CallerScreen
 from agent_broker.threads import service
 from agent_broker.threads.schemas import DiffRequest, ThreadOut
 
@@ -31,9 +31,9 @@ def open_thread(
     caller: CurrentCaller,
     session: WriteSession,
     idempotency: RequiredIdempotency,
+    screen: CallerScreen,
 ) -> Response:
     state = request.app.state
-    screen = screen_for(state.rate_limiter, state.settings, caller.account_id)
 
     def create() -> tuple[int, dict]:
         thread = service.open_thread(
@@ -79,20 +79,14 @@ def read_thread(thread_id: str, caller: ReadCaller, session: ReadSession) -> dic
 )
 @db_bound
 def make_offer(
-    request: Request,
     thread_id: str,
     body: DiffRequest,
     caller: CurrentCaller,
     session: WriteSession,
+    screen: CallerScreen,
 ) -> dict:
-    state = request.app.state
     return service.offer(
-        session,
-        caller.account_id,
-        thread_id,
-        body.diff,
-        screen=screen_for(state.rate_limiter, state.settings, caller.account_id),
-        now=clock.now(),
+        session, caller.account_id, thread_id, body.diff, screen=screen, now=clock.now()
     )
 
 

@@ -2,7 +2,16 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import BigInteger, CheckConstraint, ForeignKey, Index, String
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    CheckConstraint,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    UniqueConstraint,
+)
 from sqlalchemy.orm import Mapped, mapped_column
 
 from agent_broker.db.base import Base, UTCDateTime
@@ -24,6 +33,11 @@ class Deal(Base):
     poster_id: Mapped[str] = mapped_column(ForeignKey("accounts.id"), index=True)
     negotiator_id: Mapped[str] = mapped_column(ForeignKey("accounts.id"), index=True)
     amount_micro: Mapped[int] = mapped_column(BigInteger)
+    # The poster's role in this deal (seller on a sell listing, buyer on a buy listing).
+    poster_role: Mapped[str] = mapped_column(String(6))
+    # Whether either side was ever funded with real money at seal: only then does the deal
+    # move reputation counters.
+    counts_for_reputation: Mapped[bool] = mapped_column(Boolean)
     status: Mapped[str] = mapped_column(String(10))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime())
     reveal_at: Mapped[datetime] = mapped_column(UTCDateTime())
@@ -55,3 +69,36 @@ class Deal(Base):
         "contact_email",
         "contact_url",
     )
+
+
+class Rating(Base):
+    """One party's rating of the other for one deal; final once given."""
+
+    __tablename__ = "deal_ratings"
+    __table_args__ = (
+        UniqueConstraint("deal_id", "rater_id", name="uq_deal_ratings_deal_rater"),
+        CheckConstraint("score BETWEEN 1 AND 5", name="score"),
+    )
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    deal_id: Mapped[str] = mapped_column(ForeignKey("deals.id"))
+    rater_id: Mapped[str] = mapped_column(ForeignKey("accounts.id"))
+    ratee_id: Mapped[str] = mapped_column(ForeignKey("accounts.id"), index=True)
+    ratee_role: Mapped[str] = mapped_column(String(6))
+    score: Mapped[int] = mapped_column(Integer)
+    delivered: Mapped[bool | None] = mapped_column(Boolean)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+
+
+class Dispute(Base):
+    """A recorded claim against the counterparty; nothing is adjudicated, no money moves."""
+
+    __tablename__ = "deal_disputes"
+    __table_args__ = (UniqueConstraint("deal_id", "filer_id", name="uq_deal_disputes_deal_filer"),)
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    deal_id: Mapped[str] = mapped_column(ForeignKey("deals.id"))
+    filer_id: Mapped[str] = mapped_column(ForeignKey("accounts.id"))
+    against_id: Mapped[str] = mapped_column(ForeignKey("accounts.id"), index=True)
+    counts_for_reputation: Mapped[bool] = mapped_column(Boolean)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime())

@@ -1,13 +1,13 @@
 from __future__ import annotations
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Request, Response
 
 from agent_broker import clock
 from agent_broker.db.dispatch import db_bound
-from agent_broker.db.session import ReadSession
-from agent_broker.deals import service
-from agent_broker.deals.schemas import DealPackage
-from agent_broker.http.auth import ReadCaller
+from agent_broker.db.session import ReadSession, WriteSession
+from agent_broker.deals import feedback, service
+from agent_broker.deals.schemas import DealPackage, RatingRequest
+from agent_broker.http.auth import CurrentCaller, ReadCaller
 from agent_broker.http.responses import problems
 
 router = APIRouter(prefix="/v1", tags=["deals"])
@@ -24,3 +24,36 @@ def read_deal(request: Request, deal_id: str, caller: ReadCaller, session: ReadS
     return service.read(
         session, caller.account_id, deal_id, signer=request.app.state.signer, now=clock.now()
     )
+
+
+@router.post(
+    "/deals/{deal_id}/ratings",
+    status_code=201,
+    response_class=Response,
+    responses=problems(400, 401, 403, 404, 409, 410),
+)
+@db_bound
+def rate_deal(
+    deal_id: str, body: RatingRequest, caller: CurrentCaller, session: WriteSession
+) -> Response:
+    feedback.rate(
+        session,
+        caller.account_id,
+        deal_id,
+        score=body.score,
+        delivered=body.delivered,
+        now=clock.now(),
+    )
+    return Response(status_code=201)
+
+
+@router.post(
+    "/deals/{deal_id}/dispute",
+    status_code=201,
+    response_class=Response,
+    responses=problems(401, 403, 404, 409, 410),
+)
+@db_bound
+def dispute_deal(deal_id: str, caller: CurrentCaller, session: WriteSession) -> Response:
+    feedback.dispute(session, caller.account_id, deal_id, now=clock.now())
+    return Response(status_code=201)

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field, StrictBool, StrictInt
 
 
 class Contact(BaseModel):
@@ -43,3 +43,10 @@ class DealPackage(BaseModel):
     purge_at: str
     created_at: str
     reveal: DealReveal | None = None
+
+
+class RatingRequest(BaseModel):
+    score: StrictInt = Field(ge=1, le=5)
+    delivered: StrictBool | None = Field(
+        default=None, description="true affirms delivery, false flags non-delivery"
+    )

@@ -13,7 +13,9 @@ from agent_broker import clock
 from agent_broker.accounts.models import Account
 from agent_broker.deals.errors import DealPurged, MissingDealRouteCounterparty, MissingDealRouteSelf
 from agent_broker.deals.models import Deal
+from agent_broker.ledger import service as ledger
 from agent_broker.problems import NotFound
+from agent_broker.reputation import service as reputation
 from agent_broker.tokens.keys import Signer
 from agent_broker.tokens.service import mint_deal_credential, origin_of
 
@@ -43,14 +45,21 @@ def seal(
     poster: Account,
     negotiator: Account,
     amount_micro: int,
+    poster_role: str,
     now: datetime,
 ) -> Deal:
+    """Create the deal; if either side was ever funded with real money, each party's
+    facet for the role they played counts one more sealed deal."""
+    negotiator_role = "buyer" if poster_role == "seller" else "seller"
+    counts = bool(ledger.funded_accounts(session, {poster.id, negotiator.id}))
     deal = Deal(
         id=str(uuid.uuid4()),
         thread_id=thread_id,
         listing_id=listing_id,
         poster_id=poster.id,
         negotiator_id=negotiator.id,
+        poster_role=poster_role,
+        counts_for_reputation=counts,
         amount_micro=amount_micro,
         status="active",
         created_at=now,
@@ -71,6 +80,10 @@ def seal(
             setattr(deal, f"{side}_{name}", value)
     session.add(deal)
     session.flush()
+    if counts:
+        reputation.record_seal(
+            session, parties={poster_role: poster.id, negotiator_role: negotiator.id}
+        )
     return deal
 
 

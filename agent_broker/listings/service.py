@@ -128,6 +128,11 @@ def is_live(listing: Listing, now: datetime) -> bool:
     return effective_status(listing, now) == "live"
 
 
+def poster_role_of(session: Session, listing_id: str) -> str:
+    """The role the poster plays in deals on this listing."""
+    return poster_role(get(session, listing_id))
+
+
 def mark_matched(session: Session, listing_id: str) -> None:
     """A deal sealed on the listing: it leaves the feed for good."""
     session.execute(

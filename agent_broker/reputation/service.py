@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sqlalchemy import bindparam, select
+from sqlalchemy import bindparam, select, update
 from sqlalchemy.orm import Session
 
 from agent_broker.reputation.models import ReputationFacet
@@ -53,3 +53,31 @@ def facets_for(session: Session, account_ids: set[str]) -> dict[str, dict[str, d
             "non_delivery_count": row.non_delivery_count,
         }
     return found
+
+
+def _bump(session: Session, account_id: str, role: str, **increments: int) -> None:
+    # In-place increments: concurrent seals and ratings never lose an update.
+    table = ReputationFacet.__table__
+    session.execute(
+        update(table)
+        .where(table.c.account_id == account_id, table.c.role == role)
+        .values({name: table.c[name] + by for name, by in increments.items()})
+    )
+
+
+def record_seal(session: Session, *, parties: dict[str, str]) -> None:
+    """A counting deal sealed: each party's facet for the role they played moves.
+    `parties` maps role ('buyer', 'seller') to account id."""
+    for role, account_id in parties.items():
+        _bump(session, account_id, role, finalized_count=1)
+
+
+def record_rating(
+    session: Session, *, ratee_id: str, role: str, score: int, delivered: bool | None
+) -> None:
+    """An earned rating lands in the ratee's facet for the role they played in the deal;
+    only an explicit delivered=false counts as non-delivery."""
+    increments = {"rating_sum": score, "rating_count": 1}
+    if delivered is False:
+        increments["non_delivery_count"] = 1
+    _bump(session, ratee_id, role, **increments)

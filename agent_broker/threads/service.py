@@ -296,6 +296,7 @@ def finalize(
         poster=poster,
         negotiator=negotiator,
         amount_micro=thread.amount_micro,
+        poster_role=listings.poster_role_of(session, thread.listing_id),
         now=now,
     )
     return deals.package(deal, poster.id, signer=signer, now=now)

@@ -24,6 +24,8 @@ def upgrade() -> None:
         sa.Column("poster_id", sa.String(length=36), nullable=False),
         sa.Column("negotiator_id", sa.String(length=36), nullable=False),
         sa.Column("amount_micro", sa.BigInteger(), nullable=False),
+        sa.Column("poster_role", sa.String(length=6), nullable=False),
+        sa.Column("counts_for_reputation", sa.Boolean(), nullable=False),
         sa.Column("status", sa.String(length=10), nullable=False),
         sa.Column("created_at", UTCDateTime(), nullable=False),
         sa.Column("reveal_at", UTCDateTime(), nullable=False),
@@ -63,8 +65,67 @@ def upgrade() -> None:
         batch_op.create_index(batch_op.f("ix_deals_poster_id"), ["poster_id"], unique=False)
         batch_op.create_index("ix_deals_purge", ["status", "purge_at"], unique=False)
 
+    op.create_table(
+        "deal_disputes",
+        sa.Column("id", sa.String(length=36), nullable=False),
+        sa.Column("deal_id", sa.String(length=36), nullable=False),
+        sa.Column("filer_id", sa.String(length=36), nullable=False),
+        sa.Column("against_id", sa.String(length=36), nullable=False),
+        sa.Column("counts_for_reputation", sa.Boolean(), nullable=False),
+        sa.Column("created_at", UTCDateTime(), nullable=False),
+        sa.ForeignKeyConstraint(
+            ["against_id"], ["accounts.id"], name=op.f("fk_deal_disputes_against_id_accounts")
+        ),
+        sa.ForeignKeyConstraint(
+            ["deal_id"], ["deals.id"], name=op.f("fk_deal_disputes_deal_id_deals")
+        ),
+        sa.ForeignKeyConstraint(
+            ["filer_id"], ["accounts.id"], name=op.f("fk_deal_disputes_filer_id_accounts")
+        ),
+        sa.PrimaryKeyConstraint("id", name=op.f("pk_deal_disputes")),
+        sa.UniqueConstraint("deal_id", "filer_id", name="uq_deal_disputes_deal_filer"),
+    )
+    with op.batch_alter_table("deal_disputes", schema=None) as batch_op:
+        batch_op.create_index(
+            batch_op.f("ix_deal_disputes_against_id"), ["against_id"], unique=False
+        )
+
+    op.create_table(
+        "deal_ratings",
+        sa.Column("id", sa.String(length=36), nullable=False),
+        sa.Column("deal_id", sa.String(length=36), nullable=False),
+        sa.Column("rater_id", sa.String(length=36), nullable=False),
+        sa.Column("ratee_id", sa.String(length=36), nullable=False),
+        sa.Column("ratee_role", sa.String(length=6), nullable=False),
+        sa.Column("score", sa.Integer(), nullable=False),
+        sa.Column("delivered", sa.Boolean(), nullable=True),
+        sa.Column("created_at", UTCDateTime(), nullable=False),
+        sa.CheckConstraint("score BETWEEN 1 AND 5", name=op.f("ck_deal_ratings_score")),
+        sa.ForeignKeyConstraint(
+            ["deal_id"], ["deals.id"], name=op.f("fk_deal_ratings_deal_id_deals")
+        ),
+        sa.ForeignKeyConstraint(
+            ["ratee_id"], ["accounts.id"], name=op.f("fk_deal_ratings_ratee_id_accounts")
+        ),
+        sa.ForeignKeyConstraint(
+            ["rater_id"], ["accounts.id"], name=op.f("fk_deal_ratings_rater_id_accounts")
+        ),
+        sa.PrimaryKeyConstraint("id", name=op.f("pk_deal_ratings")),
+        sa.UniqueConstraint("deal_id", "rater_id", name="uq_deal_ratings_deal_rater"),
+    )
+    with op.batch_alter_table("deal_ratings", schema=None) as batch_op:
+        batch_op.create_index(batch_op.f("ix_deal_ratings_ratee_id"), ["ratee_id"], unique=False)
+
 
 def downgrade() -> None:
+    with op.batch_alter_table("deal_ratings", schema=None) as batch_op:
+        batch_op.drop_index(batch_op.f("ix_deal_ratings_ratee_id"))
+
+    op.drop_table("deal_ratings")
+    with op.batch_alter_table("deal_disputes", schema=None) as batch_op:
+        batch_op.drop_index(batch_op.f("ix_deal_disputes_against_id"))
+
+    op.drop_table("deal_disputes")
     with op.batch_alter_table("deals", schema=None) as batch_op:
         batch_op.drop_index("ix_deals_purge")
         batch_op.drop_index(batch_op.f("ix_deals_poster_id"))

@@ -23,20 +23,19 @@ CATEGORIES = ("data_processing", "translation", "code_generation", "research", "
 BODY = "Reliable service with clear terms. " * 20
 
 
+def _new_account(session, settings: Settings, now):  # noqa: ANN001, ANN202
+    return register(
+        session, settings, RateLimiter(settings), accepted_terms=True, source="bench", now=now
+    )
+
+
 def seed(listings: int) -> str:
     settings = Settings()
     db = create_database(settings)
     now = clock.now()
     try:
         with db.writer() as session:
-            made = register(
-                session,
-                settings,
-                RateLimiter(settings),
-                accepted_terms=True,
-                source="bench",
-                now=now,
-            )
+            made = _new_account(session, settings, now)
             # Enough real money to post for the whole run, and no listing cap.
             credit(
                 session,
@@ -84,14 +83,7 @@ def traders(pairs: int) -> list[list[str]]:
     try:
         with db.writer() as session:
             for i in range(2 * pairs):
-                made = register(
-                    session,
-                    settings,
-                    RateLimiter(settings),
-                    accepted_terms=True,
-                    source="bench",
-                    now=now,
-                )
+                made = _new_account(session, settings, now)
                 account = session.get(Account, made.account_id)
                 set_contact(
                     session, account, name=f"Trader {i}", email=f"ops{i}@agents.dev", url=None

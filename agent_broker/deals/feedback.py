@@ -38,6 +38,16 @@ def _open_deal(session: Session, account_id: str, deal_id: str, now: datetime) -
     return deal
 
 
+def _record_once(session: Session, row: Rating | Dispute, duplicate: Problem) -> None:
+    """Insert a party's one rating or dispute; the unique index refuses a second."""
+    try:
+        with session.begin_nested():
+            session.add(row)
+            session.flush()
+    except IntegrityError:
+        raise duplicate from None
+
+
 def _other_side(deal: Deal, account_id: str) -> tuple[str, str]:
     """The counterparty's id and the role they played in the deal."""
     negotiator_role = "buyer" if deal.poster_role == "seller" else "seller"
@@ -57,23 +67,20 @@ def rate(
 ) -> None:
     deal = _open_deal(session, account_id, deal_id, now)
     ratee, role = _other_side(deal, account_id)
-    try:
-        with session.begin_nested():
-            session.add(
-                Rating(
-                    id=str(uuid.uuid4()),
-                    deal_id=deal.id,
-                    rater_id=account_id,
-                    ratee_id=ratee,
-                    ratee_role=role,
-                    score=score,
-                    delivered=delivered,
-                    created_at=now,
-                )
-            )
-            session.flush()
-    except IntegrityError:
-        raise DuplicateRating() from None
+    _record_once(
+        session,
+        Rating(
+            id=str(uuid.uuid4()),
+            deal_id=deal.id,
+            rater_id=account_id,
+            ratee_id=ratee,
+            ratee_role=role,
+            score=score,
+            delivered=delivered,
+            created_at=now,
+        ),
+        DuplicateRating(),
+    )
     if deal.counts_for_reputation:
         reputation.record_rating(
             session, ratee_id=ratee, role=role, score=score, delivered=delivered
@@ -83,18 +90,15 @@ def rate(
 def dispute(session: Session, account_id: str, deal_id: str, *, now: datetime) -> None:
     deal = _open_deal(session, account_id, deal_id, now)
     against, _ = _other_side(deal, account_id)
-    try:
-        with session.begin_nested():
-            session.add(
-                Dispute(
-                    id=str(uuid.uuid4()),
-                    deal_id=deal.id,
-                    filer_id=account_id,
-                    against_id=against,
-                    counts_for_reputation=deal.counts_for_reputation,
-                    created_at=now,
-                )
-            )
-            session.flush()
-    except IntegrityError:
-        raise DuplicateDispute() from None
+    _record_once(
+        session,
+        Dispute(
+            id=str(uuid.uuid4()),
+            deal_id=deal.id,
+            filer_id=account_id,
+            against_id=against,
+            counts_for_reputation=deal.counts_for_reputation,
+            created_at=now,
+        ),
+        DuplicateDispute(),
+    )

@@ -83,7 +83,13 @@ def rate(
     )
     if deal.counts_for_reputation:
         reputation.record_rating(
-            session, ratee_id=ratee, role=role, score=score, delivered=delivered
+            session,
+            ratee_id=ratee,
+            role=role,
+            score=score,
+            delivered=delivered,
+            revealed_at=deal.reveal_at,
+            now=now,
         )
 
 
@@ -102,3 +108,5 @@ def dispute(session: Session, account_id: str, deal_id: str, *, now: datetime) -
         ),
         DuplicateDispute(),
     )
+    if deal.counts_for_reputation:
+        reputation.record_dispute(session, against_id=against)

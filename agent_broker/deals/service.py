@@ -46,6 +46,7 @@ def seal(
     negotiator: Account,
     amount_micro: int,
     poster_role: str,
+    category: str,
     now: datetime,
 ) -> Deal:
     """Create the deal; if either side was ever funded with real money, each party's
@@ -82,8 +83,13 @@ def seal(
     session.flush()
     if counts:
         reputation.record_seal(
-            session, parties={poster_role: poster.id, negotiator_role: negotiator.id}
+            session,
+            parties={poster_role: poster.id, negotiator_role: negotiator.id},
+            category=category,
+            now=now,
         )
+    # Sealing bills both sides (each fee is captured): both were active now.
+    reputation.touch(session, [poster.id, negotiator.id], now=now)
     return deal
 
 

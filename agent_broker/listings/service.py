@@ -83,6 +83,7 @@ def post(
         reference=listing_id,
         now=now,
     )
+    reputation.touch(session, [account_id], now=now)
     funded = ledger.is_funded(session, account_id)
     if not funded and _posted(session, account_id) >= UNFUNDED_LISTING_CAP:
         raise ListingCapReached()
@@ -126,11 +127,6 @@ def get(session: Session, listing_id: str) -> Listing:
 
 def is_live(listing: Listing, now: datetime) -> bool:
     return effective_status(listing, now) == "live"
-
-
-def poster_role_of(session: Session, listing_id: str) -> str:
-    """The role the poster plays in deals on this listing."""
-    return poster_role(get(session, listing_id))
 
 
 def mark_matched(session: Session, listing_id: str) -> None:

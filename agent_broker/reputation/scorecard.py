@@ -7,7 +7,8 @@ dispute_rate_bp) is rounded half-up to the nearest integer, computed as
 ``(2 * a * k + b) // (2 * b)`` (so 2 of 3 -> 6667 bp, 1 of 3 -> 3333 bp, 4.925 stars -> 493).
 
 Median: for an even number of reveal->rating gaps the lower median is used, so the label is
-always the bucket of an observed gap (never an average of two).
+always the bucket of an observed gap (never an average of two). Gaps arrive as counts per
+bucket (see latency_bucket_index); the median's bucket is read off the histogram exactly.
 
 Day counts are whole days (floored) since the timestamp; a timestamp in the future (clock skew)
 counts as 0 days rather than a negative number.
@@ -21,8 +22,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 # Each role is seeded with one synthetic five-star rating (SPEC 2.2).
-from agent_broker.reputation.service import SEED_RATING_COUNT, SEED_RATING_SUM
-
+SEED_RATING_SUM = 5
+SEED_RATING_COUNT = 1
 MIN_RATED_DEALS = 5
 VERIFIED_CAPABILITY_MIN_SALES = 3
 
@@ -56,7 +57,7 @@ class ScorecardInputs:
     created_at: datetime | None
     first_deal_at: datetime | None
     last_active_at: datetime | None
-    rating_latencies: Sequence[timedelta]  # reveal -> rating gaps
+    latency_counts: Sequence[int]  # reveal -> rating gaps, counted per latency bucket
     score_counts: Sequence[int]  # earned ratings per score 1..5, both roles
     now: datetime
 
@@ -70,11 +71,27 @@ def _whole_days(since: datetime, now: datetime) -> int:
     return max(0, (now - since) // _DAY)
 
 
-def _latency_bucket(gap: timedelta) -> str:
-    for upper, label in _LATENCY_BUCKETS:
+LATENCY_LABELS = tuple(label for _, label in _LATENCY_BUCKETS)
+
+
+def latency_bucket_index(gap: timedelta) -> int:
+    """Which latency bucket a reveal->rating gap falls in (index into LATENCY_LABELS)."""
+    for index, (upper, _) in enumerate(_LATENCY_BUCKETS):
         if upper is None or gap < upper:
-            return label
+            return index
     raise AssertionError("unreachable: the last bucket is open-ended")
+
+
+def _median_latency(counts: Sequence[int]) -> str | None:
+    total = sum(counts)
+    if total == 0:
+        return None
+    position = (total - 1) // 2  # lower median, 0-based
+    for label, count in zip(LATENCY_LABELS, counts, strict=True):
+        if position < count:
+            return label
+        position -= count
+    raise AssertionError("unreachable: position is below the total")
 
 
 def derive_scorecard(inputs: ScorecardInputs) -> dict[str, Any]:
@@ -122,7 +139,7 @@ def derive_scorecard(inputs: ScorecardInputs) -> dict[str, Any]:
         card["trading_days"] = _whole_days(inputs.first_deal_at, inputs.now)
     if inputs.last_active_at is not None:
         card["days_since_last_activity"] = _whole_days(inputs.last_active_at, inputs.now)
-    if inputs.rating_latencies:
-        gaps = sorted(inputs.rating_latencies)
-        card["median_rating_latency"] = _latency_bucket(gaps[(len(gaps) - 1) // 2])
+    median = _median_latency(inputs.latency_counts)
+    if median is not None:
+        card["median_rating_latency"] = median
     return card

@@ -2,15 +2,25 @@
 
 from __future__ import annotations
 
-from sqlalchemy import bindparam, select, update
+from datetime import datetime
+
+from sqlalchemy import bindparam, func, select, update
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
-from agent_broker.reputation.models import ReputationFacet
+from agent_broker.reputation.models import (
+    ReputationCounterparty,
+    ReputationFacet,
+    ReputationSales,
+    ReputationStats,
+)
+from agent_broker.reputation.scorecard import (
+    SEED_RATING_COUNT,
+    SEED_RATING_SUM,
+    latency_bucket_index,
+)
 
 ROLES = ("buyer", "seller")
-# Every account starts each role with one synthetic five-star rating.
-SEED_RATING_SUM = 5
-SEED_RATING_COUNT = 1
 _FACETS_OF = select(
     ReputationFacet.account_id,
     ReputationFacet.role,
@@ -33,6 +43,7 @@ def seed_facets(session: Session, account_id: str) -> None:
         )
         for role in ROLES
     )
+    session.add(ReputationStats(account_id=account_id))
     session.flush()
 
 
@@ -65,19 +76,90 @@ def _bump(session: Session, account_id: str, role: str, **increments: int) -> No
     )
 
 
-def record_seal(session: Session, *, parties: dict[str, str]) -> None:
-    """A counting deal sealed: each party's facet for the role they played moves.
-    `parties` maps role ('buyer', 'seller') to account id."""
+def _insert(session: Session, table):  # noqa: ANN001, ANN202 - a dialect's Insert
+    """INSERT with ON CONFLICT support for the session's database."""
+    dialect = postgresql if session.get_bind().dialect.name == "postgresql" else sqlite
+    return dialect.insert(table)
+
+
+def _bump_stats(session: Session, account_id: str, **increments: int) -> None:
+    table = ReputationStats.__table__
+    session.execute(
+        update(table)
+        .where(table.c.account_id == account_id)
+        .values({name: table.c[name] + by for name, by in increments.items()})
+    )
+
+
+def _count_pair(session: Session, account_id: str, counterparty_id: str) -> None:
+    """Remember the pair; count a new distinct counterparty only when it was unseen."""
+    added = session.execute(
+        _insert(session, ReputationCounterparty.__table__)
+        .values(account_id=account_id, counterparty_id=counterparty_id)
+        .on_conflict_do_nothing()
+    ).rowcount
+    if added:
+        _bump_stats(session, account_id, counterparties=1)
+
+
+def _count_sale(session: Session, seller_id: str, category: str) -> None:
+    table = ReputationSales.__table__
+    statement = _insert(session, table).values(account_id=seller_id, category=category, sales=1)
+    session.execute(
+        statement.on_conflict_do_update(
+            index_elements=[table.c.account_id, table.c.category],
+            set_={"sales": table.c.sales + 1},
+        )
+    )
+
+
+def record_seal(session: Session, *, parties: dict[str, str], category: str, now: datetime) -> None:
+    """A counting deal sealed: each party's facet for the role they played moves, the pair
+    is remembered, the seller's sale counts in the listing's category, and a first deal
+    starts the trading clock. `parties` maps role ('buyer', 'seller') to account id."""
     for role, account_id in parties.items():
         _bump(session, account_id, role, finalized_count=1)
+    buyer, seller = parties["buyer"], parties["seller"]
+    _count_pair(session, buyer, seller)
+    _count_pair(session, seller, buyer)
+    _count_sale(session, seller, category)
+    stats = ReputationStats.__table__
+    session.execute(
+        update(stats)
+        .where(stats.c.account_id.in_([buyer, seller]))
+        .values(first_deal_at=func.coalesce(stats.c.first_deal_at, now))
+    )
 
 
 def record_rating(
-    session: Session, *, ratee_id: str, role: str, score: int, delivered: bool | None
+    session: Session,
+    *,
+    ratee_id: str,
+    role: str,
+    score: int,
+    delivered: bool | None,
+    revealed_at: datetime,
+    now: datetime,
 ) -> None:
     """An earned rating lands in the ratee's facet for the role they played in the deal;
-    only an explicit delivered=false counts as non-delivery."""
+    only an explicit delivered=false counts as non-delivery. The score and the time from
+    reveal to rating feed the scorecard's distribution and latency."""
     increments = {"rating_sum": score, "rating_count": 1}
     if delivered is False:
         increments["non_delivery_count"] = 1
     _bump(session, ratee_id, role, **increments)
+    latency = ReputationStats.LATENCIES[latency_bucket_index(now - revealed_at)]
+    _bump_stats(session, ratee_id, **{ReputationStats.SCORES[score - 1]: 1, latency: 1})
+
+
+def record_dispute(session: Session, *, against_id: str) -> None:
+    """A claim filed against the account on a counting deal (nothing is adjudicated)."""
+    _bump_stats(session, against_id, disputes=1)
+
+
+def touch(session: Session, account_ids: list[str], *, now: datetime) -> None:
+    """A billable action: the accounts were active now (liveness, not trade recency)."""
+    stats = ReputationStats.__table__
+    session.execute(
+        update(stats).where(stats.c.account_id.in_(account_ids)).values(last_active_at=now)
+    )

@@ -17,7 +17,9 @@ from agent_broker.deals import service as deals
 from agent_broker.ledger import books
 from agent_broker.ledger import service as ledger
 from agent_broker.listings import service as listings
+from agent_broker.listings.views import poster_role
 from agent_broker.problems import Forbidden, InvalidInput, NotFound, Reason
+from agent_broker.reputation import service as reputation
 from agent_broker.scanning.brake import Screen
 from agent_broker.threads.errors import (
     AlreadyFinalized,
@@ -109,6 +111,7 @@ def open_thread(
     hold = ledger.take_hold(
         session, opener.id, DEAL_FEE_MICRO, reference=thread_id, expires_at=expires_at, now=now
     )
+    reputation.touch(session, [opener.id], now=now)
     thread = Thread(
         id=thread_id,
         listing_id=listing.id,
@@ -287,7 +290,8 @@ def finalize(
         reference=thread.id,
         now=now,
     )
-    listings.mark_matched(session, thread.listing_id)
+    listing = listings.get(session, thread.listing_id)
+    listings.mark_matched(session, listing.id)
     _auto_close_competitors(session, thread, now)
     deal = deals.seal(
         session,
@@ -296,7 +300,8 @@ def finalize(
         poster=poster,
         negotiator=negotiator,
         amount_micro=thread.amount_micro,
-        poster_role=listings.poster_role_of(session, thread.listing_id),
+        poster_role=poster_role(listing),
+        category=listing.category,
         now=now,
     )
     return deals.package(deal, poster.id, signer=signer, now=now)

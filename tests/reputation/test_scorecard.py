@@ -8,7 +8,13 @@ from typing import Any
 
 import pytest
 
-from agent_broker.reputation.scorecard import Facet, ScorecardInputs, derive_scorecard
+from agent_broker.reputation.scorecard import (
+    LATENCY_LABELS,
+    Facet,
+    ScorecardInputs,
+    derive_scorecard,
+    latency_bucket_index,
+)
 
 NOW = datetime(2025, 6, 15, 12, 0, tzinfo=UTC)
 SEED = Facet(rating_sum=5, rating_count=1, finalized_count=0, non_delivery_count=0)
@@ -28,7 +34,17 @@ ALWAYS = {
 }
 
 
+def histogram(gaps: list[timedelta]) -> tuple[int, ...]:
+    """Reveal->rating gaps as the per-bucket counts the service keeps."""
+    counts = [0] * len(LATENCY_LABELS)
+    for gap in gaps:
+        counts[latency_bucket_index(gap)] += 1
+    return tuple(counts)
+
+
 def inputs(**overrides: Any) -> ScorecardInputs:
+    if "rating_latencies" in overrides:
+        overrides["latency_counts"] = histogram(overrides.pop("rating_latencies"))
     base = ScorecardInputs(
         buyer=SEED,
         seller=SEED,
@@ -38,7 +54,7 @@ def inputs(**overrides: Any) -> ScorecardInputs:
         created_at=None,
         first_deal_at=None,
         last_active_at=None,
-        rating_latencies=(),
+        latency_counts=(0, 0, 0, 0, 0),
         score_counts=(0, 0, 0, 0, 0),
         now=NOW,
     )

@@ -18,6 +18,7 @@ from agent_broker.listings.routes import router as listings_router
 from agent_broker.logging import configure as configure_logging
 from agent_broker.meta.routes import router as meta_router
 from agent_broker.problems import install_handlers
+from agent_broker.reputation.routes import router as reputation_router
 from agent_broker.threads.routes import router as threads_router
 from agent_broker.tokens.routes import router as tokens_router
 
@@ -58,6 +59,7 @@ def create_app(settings: Settings | None = None, *, run_jobs: bool | None = None
     app.include_router(listings_router)
     app.include_router(threads_router)
     app.include_router(deals_router)
+    app.include_router(reputation_router)
     app.include_router(tokens_router)
     return app
 

@@ -12,3 +12,13 @@ _HAS_CLAIM = select(exists().where(DomainClaim.account_id == bindparam("account_
 
 def has_verified_domain(session: Session, account_id: str) -> bool:
     return bool(session.scalar(_HAS_CLAIM, {"account_id": account_id}))
+
+
+def verified_accounts(session: Session, account_ids: set[str]) -> set[str]:
+    """Which of these accounts proved a domain (one query)."""
+    if not account_ids:
+        return set()
+    rows = session.scalars(
+        select(DomainClaim.account_id).where(DomainClaim.account_id.in_(account_ids)).distinct()
+    )
+    return set(rows)

@@ -93,12 +93,14 @@ def _bump_stats(session: Session, account_id: str, **increments: int) -> None:
 
 def _count_pair(session: Session, account_id: str, counterparty_id: str) -> None:
     """Remember the pair; count a new distinct counterparty only when it was unseen."""
+    table = ReputationCounterparty.__table__
     added = session.execute(
-        _insert(session, ReputationCounterparty.__table__)
+        _insert(session, table)
         .values(account_id=account_id, counterparty_id=counterparty_id)
         .on_conflict_do_nothing()
-    ).rowcount
-    if added:
+        .returning(table.c.account_id)  # rowcount is not reliable here on every driver
+    ).first()
+    if added is not None:
         _bump_stats(session, account_id, counterparties=1)
 
 

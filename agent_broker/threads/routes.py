@@ -12,7 +12,7 @@ from agent_broker.http.idempotency import RequiredIdempotency
 from agent_broker.http.responses import problems
 from agent_broker.scanning.brake import CallerScreen
 from agent_broker.threads import service
-from agent_broker.threads.schemas import DiffRequest, ThreadOut
+from agent_broker.threads.schemas import DiffRequest, ThreadOut, ThreadRead
 
 router = APIRouter(prefix="/v1", tags=["threads"])
 
@@ -52,7 +52,8 @@ def open_thread(
 
 @router.get(
     "/listings/{listing_id}/threads",
-    response_model=list[ThreadOut],
+    response_model=list[ThreadRead],
+    response_model_exclude_none=True,
     responses=problems(401, 403, 404),
 )
 @db_bound
@@ -60,13 +61,23 @@ def listing_inbox(listing_id: str, caller: ReadCaller, session: ReadSession) -> 
     return service.inbox(session, caller.account_id, listing_id, now=clock.now())
 
 
-@router.get("/threads/mine", response_model=list[ThreadOut], responses=problems(401, 403))
+@router.get(
+    "/threads/mine",
+    response_model=list[ThreadRead],
+    response_model_exclude_none=True,
+    responses=problems(401, 403),
+)
 @db_bound
 def my_threads(caller: ReadCaller, session: ReadSession) -> list[dict]:
     return service.mine(session, caller.account_id, now=clock.now())
 
 
-@router.get("/threads/{thread_id}", response_model=ThreadOut, responses=problems(401, 403, 404))
+@router.get(
+    "/threads/{thread_id}",
+    response_model=ThreadRead,
+    response_model_exclude_none=True,
+    responses=problems(401, 403, 404),
+)
 @db_bound
 def read_thread(thread_id: str, caller: ReadCaller, session: ReadSession) -> dict:
     return service.read(session, caller.account_id, thread_id, now=clock.now())

@@ -4,6 +4,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from agent_broker.reputation.schemas import CounterpartyReputation
+
 MAX_DIFF = 10_000
 
 
@@ -20,3 +22,9 @@ class ThreadOut(BaseModel):
     amount_micro: int = Field(description="The flat deal fee held for this thread")
     created_at: str
     updated_at: str
+
+
+class ThreadRead(ThreadOut):
+    """A thread as read by a party: with the other party's reputation record."""
+
+    counterparty: CounterpartyReputation

@@ -19,6 +19,7 @@ from agent_broker.ledger import service as ledger
 from agent_broker.listings import service as listings
 from agent_broker.listings.views import poster_role
 from agent_broker.problems import Forbidden, InvalidInput, NotFound, Reason
+from agent_broker.reputation import records as reputation_records
 from agent_broker.reputation import service as reputation
 from agent_broker.scanning.brake import Screen
 from agent_broker.threads.errors import (
@@ -205,9 +206,24 @@ def close(session: Session, account_id: str, thread_id: str, *, now: datetime) -
     return view(thread, now)
 
 
+def _with_counterparty(
+    session: Session, account_id: str, threads: list[Thread], now: datetime
+) -> list[dict]:
+    """Thread reads carry the other party's reputation record (never their handle,
+    endpoint or account id): one batch of queries for the whole list."""
+
+    def other(thread: Thread) -> str:
+        return thread.opener_id if thread.poster_id == account_id else thread.poster_id
+
+    found = reputation_records.counterparty_records(
+        session, {other(thread) for thread in threads}, now=now
+    )
+    return [{**view(thread, now), "counterparty": found[other(thread)]} for thread in threads]
+
+
 def read(session: Session, account_id: str, thread_id: str, *, now: datetime) -> dict:
     thread, _ = _party_thread(session, thread_id, account_id)
-    return view(thread, now)
+    return _with_counterparty(session, account_id, [thread], now)[0]
 
 
 def inbox(session: Session, account_id: str, listing_id: str, *, now: datetime) -> list[dict]:
@@ -216,8 +232,8 @@ def inbox(session: Session, account_id: str, listing_id: str, *, now: datetime) 
         raise Forbidden("Only the listing's poster may read its threads.")
     rows = session.scalars(
         select(Thread).where(Thread.listing_id == listing_id).order_by(Thread.created_at.desc())
-    )
-    return [view(row, now) for row in rows]
+    ).all()
+    return _with_counterparty(session, account_id, list(rows), now)
 
 
 def mine(session: Session, account_id: str, *, now: datetime) -> list[dict]:
@@ -227,8 +243,8 @@ def mine(session: Session, account_id: str, *, now: datetime) -> list[dict]:
         .where(or_(Thread.poster_id == account_id, Thread.opener_id == account_id))
         .order_by(Thread.updated_at.desc(), Thread.id.desc())
         .limit(MINE_LIMIT)
-    )
-    return [view(row, now) for row in rows]
+    ).all()
+    return _with_counterparty(session, account_id, list(rows), now)
 
 
 def expire_due(session: Session, *, now: datetime) -> int:

@@ -1,0 +1,57 @@
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+
+class PublicReputationFacet(BaseModel):
+    rating_sum: int
+    rating_count: int
+    finalized_count: int = Field(description="Deals sealed in this role; never seeded")
+    non_delivery_count: int
+    warm_start: bool = Field(
+        description="True when the facet is only the seeded rating (rating_count 1, no deal)"
+    )
+
+
+class ReputationScorecard(BaseModel):
+    """Derived from the facets and the deal history; optional fields are absent, never zero,
+    when their rule does not define them."""
+
+    completed_deals: int
+    rated_deals: int
+    distinct_counterparties: int
+    disputes: int = Field(description="Claims filed against the account; not adjudicated")
+    verified_capabilities: int
+    verified_capability_list: list[str]
+    dispute_rate_bp: int | None = Field(None, description="Absent when no deal has sealed")
+    average_rating_hundredths: int | None = Field(None, description="Absent when rates_suppressed")
+    delivery_rate_bp: int | None = Field(None, description="Absent when rates_suppressed")
+    rating_coverage_bp: int | None = Field(None, description="Absent when no deal has sealed")
+    tenure_days: int = Field(description="Whole days since creation; 0 means unknown")
+    median_rating_latency: str | None = Field(
+        None,
+        description="Bucket of the median reveal-to-rating gap: <1h, 1h-4h, 4h-24h, 1d-3d, 3d-7d",
+    )
+    trading_days: int | None = Field(
+        None, description="Days since the first sealed deal; absent when none (0 = today)"
+    )
+    days_since_last_activity: int | None = Field(
+        None, description="Whole days since the last billable action; absent when none"
+    )
+    score_distribution: list[int] = Field(min_length=5, max_length=5)
+    rates_suppressed: bool
+    min_rated_deals: int
+    evidence_backed: bool
+
+
+class CounterpartyReputation(BaseModel):
+    seller: PublicReputationFacet
+    buyer: PublicReputationFacet
+    funded: bool
+    domain_verified: bool
+    scorecard: ReputationScorecard
+
+
+class PublicReputation(CounterpartyReputation):
+    handle: str = Field(description="12 lowercase hex characters")
+    as_of: str = Field(description="When the record was read (RFC 3339)")

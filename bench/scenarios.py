@@ -116,6 +116,40 @@ LISTING = {
 }
 
 
+async def _expect(client: Client, status: int, method: str, path: str, **kwargs: Any) -> Any:
+    response = await client.request(method, path, **kwargs)
+    if response.status != status:
+        raise SetupError(f"{method} {path} answered {response.status}: {response.body!r}")
+    return response.json()
+
+
+async def with_open_thread(client: Client, scenario: Scenario, server: Server) -> Scenario:
+    """Two traders and an open thread between them; the opener reads it, which embeds the
+    poster's reputation record (facets, stats and scorecard)."""
+    seller, buyer = json.loads(await run_seed(server, "traders", "1"))[0]
+    listing = await _expect(
+        client,
+        201,
+        "POST",
+        "/v1/listings",
+        headers={"x-api-key": seller, "Idempotency-Key": str(uuid.uuid4())},
+        json_body=LISTING,
+    )
+    thread = await _expect(
+        client,
+        201,
+        "POST",
+        f"/v1/listings/{listing['id']}/threads",
+        headers={"x-api-key": buyer, "Idempotency-Key": str(uuid.uuid4())},
+        json_body={"diff": "I can take this on for the listed price."},
+    )
+    return replace(
+        scenario,
+        path=scenario.path.format(thread=thread["id"]),
+        headers={**scenario.headers, "x-api-key": buyer},
+    )
+
+
 # The first is the baseline every other scenario is compared with; it always runs.
 SCENARIOS: list[Scenario] = [
     Scenario("bare", "GET", BARE_PATH),
@@ -130,4 +164,5 @@ SCENARIOS: list[Scenario] = [
         setup=with_seeded_market,
         unique_header="Idempotency-Key",
     ),
+    Scenario("thread", "GET", "/v1/threads/{thread}", setup=with_open_thread),
 ]

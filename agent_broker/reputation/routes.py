@@ -1,15 +1,22 @@
 from __future__ import annotations
 
-from fastapi import APIRouter, Request
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Request, Response
 
 from agent_broker import clock
 from agent_broker.db.dispatch import db_bound
 from agent_broker.db.session import ReadSession
+from agent_broker.http.auth import ReadCaller
 from agent_broker.http.client_ip import client_ip
 from agent_broker.http.responses import problems
 from agent_broker.problems import NotFound
-from agent_broker.reputation import records
-from agent_broker.reputation.schemas import PublicReputation
+from agent_broker.reputation import attestation, records
+from agent_broker.reputation.schemas import (
+    AttestationChallenge,
+    PublicReputation,
+    ReputationAttestation,
+)
 
 router = APIRouter(prefix="/v1", tags=["reputation"])
 
@@ -31,3 +38,52 @@ def lookup(request: Request, handle: str, session: ReadSession) -> dict:
     if account is None:
         raise NotFound("No reputation record has this handle.")
     return records.public_record(session, account, now=clock.now())
+
+
+async def raw_body(request: Request) -> attestation.RawBody:
+    """The attestation body, read here rather than by FastAPI so that every malformed body
+    is a 400 invalid_input decided by the attestation rules (never a 422), and never read
+    past 1 KiB + 1 byte: a longer body (declared or streamed) is only flagged."""
+    limit = attestation.MAX_BODY_BYTES
+    declared = request.headers.get("content-length", "")
+    if declared.isascii() and declared.isdigit() and int(declared) > limit:
+        return attestation.RawBody(b"", oversize=True)
+    received = bytearray()
+    async for chunk in request.stream():
+        received += chunk
+        if len(received) > limit:
+            return attestation.RawBody(bytes(received[: limit + 1]), oversize=True)
+    return attestation.RawBody(bytes(received))
+
+
+@router.post(
+    "/account/reputation/attestation",
+    response_model=ReputationAttestation,
+    responses=problems(400, 401, 403, 404, 429),
+    openapi_extra={
+        "requestBody": {
+            "required": False,
+            "content": {"application/json": {"schema": AttestationChallenge.model_json_schema()}},
+        }
+    },
+)
+@db_bound
+def attest(
+    request: Request,
+    response: Response,
+    caller: ReadCaller,
+    session: ReadSession,
+    body: Annotated[attestation.RawBody, Depends(raw_body)],
+) -> dict:
+    """Sign the caller's own reputation record: a statement (no body, `{}`, or other keys;
+    24 hours), or with both `nonce` and `audience` a proof for that relying party (5
+    minutes, at most 120 per account per hour). Verify with /.well-known/paseto-keys.json."""
+    response.headers["Cache-Control"] = "no-store"
+    return attestation.attest(
+        session,
+        caller,
+        body,
+        signer=request.app.state.signer,
+        limiter=request.app.state.rate_limiter,
+        now=clock.now(),
+    )

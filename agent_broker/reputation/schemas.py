@@ -55,3 +55,33 @@ class CounterpartyReputation(BaseModel):
 class PublicReputation(CounterpartyReputation):
     handle: str = Field(description="12 lowercase hex characters")
     as_of: str = Field(description="When the record was read (RFC 3339)")
+
+
+class AttestationChallenge(BaseModel):
+    """Optional body of POST /v1/account/reputation/attestation: both keys for a proof,
+    neither for a plain statement; at most 1 KiB."""
+
+    nonce: str = Field(
+        pattern="^[0-9a-f]{32}$",
+        description="The relying party's single-use nonce: 32 lowercase hex characters",
+    )
+    audience: str = Field(
+        description=(
+            "The https origin the proof is presented to (no userinfo, path, query or "
+            "fragment; ports 1-65535); signed in canonical form: lowercase, xn-- host, "
+            "port 443 dropped, no trailing slash"
+        ),
+        examples=["https://relying-party.example"],
+    )
+
+
+class ReputationAttestation(BaseModel):
+    attestation: str = Field(
+        description=(
+            "PASETO v4.public token: typ svc.reputation.v1 (statement, 24 hours) or "
+            "svc.reputation-proof.v1 (proof with nonce and aud, 5 minutes)"
+        )
+    )
+    handle: str = Field(description="Always the caller's own handle")
+    expires_at: str = Field(description="When the token expires (RFC 3339)")
+    verify_with: str = Field(description="Location of the verification keys document")

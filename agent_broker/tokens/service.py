@@ -17,6 +17,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
+import idna
 import pyseto
 
 from agent_broker.clock import rfc3339
@@ -26,10 +27,22 @@ DEAL_CREDENTIAL_TYP = "svc.deal.v1"
 DEAL_CREDENTIAL_TTL = timedelta(days=7)
 REPUTATION_STATEMENT_TYP = "svc.reputation.v1"
 REPUTATION_STATEMENT_TTL = timedelta(hours=24)
+REPUTATION_PROOF_TYP = "svc.reputation-proof.v1"
+REPUTATION_PROOF_TTL = timedelta(minutes=5)
+# SPEC 4.5 rule 2: a proof nonce is exactly 32 lowercase hex characters.
+_PROOF_NONCE = re.compile(r"[0-9a-f]{32}")
 # Only base64url characters: Python's decoder would otherwise skip stray ones.
 _SHAPE = re.compile(r"v4\.public\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+")
 _RESERVED = frozenset({"iat", "exp"})
 _DEFAULT_PORTS = {"https": 443, "http": 80}
+# canonical_origin(): explicit ASCII classes throughout (never \d, which matches any digit).
+_ORIGIN = re.compile(
+    r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*)://(?P<authority>[^/?#]*)(?P<rest>.*)", re.S
+)
+_ORIGIN_PORT = re.compile(r"[1-9][0-9]{0,4}")
+_HOST_LABEL = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?")
+# WHATWG URL parsers read a host whose last label is a number as IPv4 ("127.1", "0x7f").
+_NUMERIC_LABEL = re.compile(r"[0-9]+|0x[0-9a-f]*")
 
 
 class TokenError(Exception):
@@ -58,6 +71,10 @@ class WrongAudience(TokenError):
 
 class TokenExpired(TokenError):
     pass
+
+
+class InvalidOrigin(ValueError):
+    """Text that is not an https origin in the shape a reputation proof accepts."""
 
 
 @dataclass(frozen=True)
@@ -137,6 +154,18 @@ def verify(
     """Check the signature with the key the footer's kid names (entries shaped like the key
     document's `keys`), then `typ`, `exp` (and `nbf`, and `aud` when given). Returns the
     claims; raises a TokenError subclass on anything doubtful."""
+    claims = verify_signature(token, key_document_keys)
+    check_type(claims, expected_typ)
+    check_time(claims, now)
+    if audience is not None and claims.get("aud") != audience:
+        raise WrongAudience("the token was issued for another audience")
+    return claims
+
+
+def verify_signature(token: str, key_document_keys: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """The claims of `token` once its signature holds under the published key its footer's
+    kid names. Nothing else is checked: callers go on with check_type() and check_time()
+    (verify() does all three)."""
     kid = _footer_kid(token)
     public_hex = next(
         (str(k.get("public_key_hex")) for k in key_document_keys if k.get("kid") == kid), None
@@ -159,15 +188,105 @@ def verify(
         raise MalformedToken("the token's claims are not JSON") from None
     if not isinstance(claims, dict):
         raise MalformedToken("the token's claims are not a JSON object")
+    return claims
+
+
+def check_type(claims: Mapping[str, Any], expected_typ: str) -> None:
+    """The type claim must be exactly `expected_typ`; a token without one is refused."""
     if claims.get("typ") != expected_typ:
         raise WrongType(f"expected typ {expected_typ!r}, got {claims.get('typ')!r}")
+
+
+def check_time(claims: Mapping[str, Any], now: datetime) -> None:
+    """`now` must be before `exp` (which must be present) and not before `nbf` (if any)."""
     if not _whole_seconds(now) < _claim_time(claims, "exp"):
         raise TokenExpired("the token has expired")
     if "nbf" in claims and _whole_seconds(now) < _claim_time(claims, "nbf"):
         raise TokenExpired("the token is not valid yet")
-    if audience is not None and claims.get("aud") != audience:
-        raise WrongAudience("the token was issued for another audience")
-    return claims
+
+
+def is_proof_nonce(value: object) -> bool:
+    """Whether `value` has the shape of a reputation-proof nonce: 32 lowercase hex."""
+    return isinstance(value, str) and _PROOF_NONCE.fullmatch(value) is not None
+
+
+def canonical_origin(text: object) -> str:
+    """The canonical form of the https origin a reputation proof is bound to (SPEC 4.5
+    rule 2): `https://host` or `https://host:port`, lower-case, the host in ASCII (IDNA
+    A-labels for internationalised names), default port 443 dropped, no trailing slash.
+
+    Accepted input: scheme `https` in any case; a host name; optionally `:` and a plain
+    decimal port 1-65535 without sign or leading zero; optionally one trailing `/`, which is
+    dropped. Refused (InvalidOrigin): any other scheme, user information, a path, a query
+    or a fragment (even empty), surrounding whitespace, IP literals and hosts an URL parser
+    would read as an IPv4 address (last label numeric), empty labels (so no trailing dot),
+    labels that are not letters, digits and inner hyphens once converted, and xn-- labels
+    that are not valid Punycode in their own canonical spelling.
+
+    The service canonicalises the audience it signs, and a verifier its own configured
+    origin, with this one function, so both sides compare the same string."""
+    if not isinstance(text, str):
+        raise InvalidOrigin("an origin must be a string")
+    match = _ORIGIN.fullmatch(text)
+    if match is None:
+        raise InvalidOrigin("an origin has the form https://host or https://host:port")
+    if match["scheme"].lower() != "https":
+        raise InvalidOrigin("only https origins are accepted")
+    if match["rest"] not in ("", "/"):
+        raise InvalidOrigin("an origin has no path, query or fragment")
+    authority = match["authority"]
+    if "@" in authority:
+        raise InvalidOrigin("an origin carries no user information")
+    if "[" in authority or "]" in authority:
+        raise InvalidOrigin("IP address literals are not accepted; use a host name")
+    host, has_port, port_text = authority.partition(":")
+    host = _canonical_host(host)
+    if not has_port:
+        return f"https://{host}"
+    if not _ORIGIN_PORT.fullmatch(port_text) or int(port_text) > 65535:
+        raise InvalidOrigin("the port must be a plain decimal number from 1 to 65535")
+    port = int(port_text)
+    return f"https://{host}" if port == 443 else f"https://{host}:{port}"
+
+
+def _canonical_host(host: str) -> str:
+    if not host:
+        raise InvalidOrigin("an origin needs a host")
+    if host.isascii():
+        mapped = host.lower()
+    else:
+        try:
+            # UTS 46, non-transitional (as browsers): case folding, width and dot mapping.
+            mapped = idna.uts46_remap(host, std3_rules=True, transitional=False)
+        except (idna.IDNAError, UnicodeError):
+            raise InvalidOrigin("the host is not a valid internationalised name") from None
+    labels = []
+    for label in mapped.split("."):
+        if not label.isascii():
+            try:
+                label = idna.alabel(label).decode("ascii")
+            except (idna.IDNAError, UnicodeError):
+                raise InvalidOrigin("the host is not a valid internationalised name") from None
+        if not _HOST_LABEL.fullmatch(label):
+            raise InvalidOrigin(
+                "each host label is 1-63 letters, digits or inner hyphens (no empty label)"
+            )
+        if label.startswith("xn--") and not _is_canonical_a_label(label):
+            raise InvalidOrigin(f"{label!r} is not a valid IDNA A-label")
+        labels.append(label)
+    if _NUMERIC_LABEL.fullmatch(labels[-1]):
+        raise InvalidOrigin("IP addresses are not accepted; use a host name")
+    ascii_host = ".".join(labels)
+    if len(ascii_host) > 253:
+        raise InvalidOrigin("the host name is longer than 253 characters")
+    return ascii_host
+
+
+def _is_canonical_a_label(label: str) -> bool:
+    try:
+        return idna.alabel(idna.ulabel(label)).decode("ascii") == label
+    except (idna.IDNAError, UnicodeError):
+        return False
 
 
 def _footer_kid(token: str) -> str:

@@ -9,6 +9,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from agent_broker import clock
+from agent_broker.tokens.verify import MemoryNonceBook, ProofVerifier
 from tests.deals.test_feedback import dispute, rate
 from tests.deals.test_finalize import finalize
 from tests.helpers import Agent, assert_problem, complete_profile, fund, register
@@ -273,6 +274,26 @@ def test_five_rated_deals_with_distinct_accounts_unsuppress_the_rates(app, clien
     assert card["score_distribution"] == [0, 0, 1, 1, 3]
     assert card["median_rating_latency"] == "<1h"
     assert card["verified_capability_list"] == ["research"]
+
+    # A relying party asks for a proof and verifies it against the service's own keys.
+    nonces = MemoryNonceBook()
+    nonce = nonces.issue()
+    minted = client.post(
+        "/v1/account/reputation/attestation",
+        headers=poster.headers,
+        json={"nonce": nonce, "audience": "https://RP.example:443"},
+    )
+    assert minted.status_code == 200, minted.text
+    relying_party = ProofVerifier(
+        service_base_url="https://broker.test",  # the test app's public base URL
+        audience="https://rp.example",
+        nonces=nonces,
+        http=client,
+    )
+    proven = relying_party.verify(minted.json()["attestation"], nonce=nonce)
+    expected = {k: v for k, v in record.items() if k not in ("scorecard", "as_of")}
+    assert {k: v for k, v in proven.record.items() if k != "as_of"} == expected
+    assert proven.claims["aud"] == "https://rp.example"
 
 
 # --- the counterparty record in thread reads ---------------------------------------------------

@@ -15,10 +15,15 @@ Environment:
     BENCH_DEAL_CYCLE   0 skips the full deal cycle (post, open, counter, reply,
                        finalize), which otherwise runs on SQLite and PostgreSQL
     BENCH_DEAL_PAIRS   trading pairs running cycles concurrently (default 4)
+    BENCH_SEALER       0 skips the deal cycle measured with and without the ledger
+                       sealer running (bench.sealer), which otherwise runs on SQLite
+                       and PostgreSQL
+    BENCH_SEALER_ROUNDS    rounds of (without, with) the sealer (default 2)
+    BENCH_SEALER_INTERVAL  seconds between sealer runs while it runs (default 0.5)
     BENCH_POSTGRES_DSN server for the PostgreSQL run (default the local one)
 
-Exit status: 0 if every scenario ran clean, 1 if any had errors or timed out, 2 if the
-benchmark could not run.
+Exit status: 0 if every scenario ran clean, 1 if any had errors or timed out (or the
+sealer failed or left a broken verdict), 2 if the benchmark could not run.
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ from bench.load import run_load
 from bench.report import Outcome, as_json, table
 from bench.scanner import mean_scan_ms
 from bench.scenarios import SetupError
+from bench.sealer import run_all as compare_sealer
 from bench.server import ROOT, Server, ServerError, running_server
 from bench.wire import Client
 
@@ -96,8 +102,14 @@ def main() -> int:
                 f"p99 {cycle.percentile_ms(0.99) or 0:.1f} ms per deal (5 requests); "
                 f"{cycle.errors} failed cycles"
             )
+    sealer_ok = True
+    if os.environ.get("BENCH_SEALER", "1") != "0":
+        pairs = int(os.environ.get("BENCH_DEAL_PAIRS", "4"))
+        for comparison in compare_sealer(pairs, settings.duration_s, lambda c: _run_async(c)[0]):
+            print(comparison.summary())
+            sealer_ok = sealer_ok and comparison.healthy
     print(f"wrote {RESULTS.relative_to(ROOT)}")
-    return 1 if any(o.flagged for o in outcomes) else 0
+    return 1 if any(o.flagged for o in outcomes) or not sealer_ok else 0
 
 
 if __name__ == "__main__":

@@ -2,7 +2,16 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import BigInteger, Boolean, CheckConstraint, ForeignKey, Index, Integer, String
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    CheckConstraint,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+)
 from sqlalchemy.orm import Mapped, mapped_column
 
 from agent_broker.db.base import Base, UTCDateTime
@@ -75,3 +84,44 @@ class Hold(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime())
     expires_at: Mapped[datetime] = mapped_column(UTCDateTime())
     settled_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+
+
+class ChainSeal(Base):
+    """One sealed journal entry: its link in the hash chain. Append-only (database
+    triggers). No foreign key to the entry: a seal is evidence and must outlive what it
+    vouches for, so a deleted row shows up as a seal without its row."""
+
+    __tablename__ = "ledger_seals"
+    __table_args__ = (
+        CheckConstraint("prev_sequence >= 0 AND prev_sequence < sequence", name="link_backwards"),
+    )
+
+    # The sealed entry's journal sequence.
+    sequence: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    # The previously sealed entry (0 before the first). Unique: the chain cannot fork, so
+    # two overlapping sealers cannot both extend the same head.
+    prev_sequence: Mapped[int] = mapped_column(Integer, unique=True)
+    # SHA-256 (hex) over the previous link's hash and the canonical entry with postings.
+    hash: Mapped[str] = mapped_column(String(64))
+
+
+class ChainCheckpoint(Base):
+    """The chain's head as a sealer run left it. Append-only (database triggers)."""
+
+    __tablename__ = "ledger_checkpoints"
+
+    # The last sealed entry's sequence; the sealed range ends just after it.
+    sequence: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    hash: Mapped[str] = mapped_column(String(64))
+    sealed_at: Mapped[datetime] = mapped_column(UTCDateTime())
+
+
+class StoredVerdict(Base):
+    """The one verdict GET /v1/ledger/verify serves, replaced by every sealer run. Kept as
+    a JSON document so a damaged row is detected when served, not when loaded."""
+
+    __tablename__ = "ledger_verdicts"
+    __table_args__ = (CheckConstraint("id = 1", name="single_row"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    document: Mapped[str] = mapped_column(Text)

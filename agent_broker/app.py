@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
+from starlette.types import ASGIApp
 
 from agent_broker import RELEASE_TAG
 from agent_broker.accounts.routes import router as accounts_router
@@ -13,9 +14,14 @@ from agent_broker.config import Settings
 from agent_broker.db.engine import create_database
 from agent_broker.deals.routes import router as deals_router
 from agent_broker.http.rate_limits import RateLimiter
+from agent_broker.http.request_id import RequestContextMiddleware, RequestObserver
 from agent_broker.jobs.runner import Scheduler
+from agent_broker.ledger.routes import router as ledger_router
+from agent_broker.ledger.verdict import latest_verdict_status
 from agent_broker.listings.routes import router as listings_router
 from agent_broker.logging import configure as configure_logging
+from agent_broker.meta.metrics import Metrics
+from agent_broker.meta.metrics import router as metrics_router
 from agent_broker.meta.routes import router as meta_router
 from agent_broker.problems import install_handlers
 from agent_broker.reputation.routes import router as reputation_router
@@ -23,12 +29,27 @@ from agent_broker.threads.routes import router as threads_router
 from agent_broker.tokens.routes import router as tokens_router
 
 
+class BrokerAPI(FastAPI):
+    """FastAPI with the request-id and access-log middleware around the whole stack, error
+    middleware included, so even a 500 answer carries X-Request-ID."""
+
+    request_observers: tuple[RequestObserver, ...] = ()
+
+    def build_middleware_stack(self) -> ASGIApp:
+        return RequestContextMiddleware(super().build_middleware_stack(), self.request_observers)
+
+
 def create_app(settings: Settings | None = None, *, run_jobs: bool | None = None) -> FastAPI:
     settings = settings or Settings()
     configure_logging(settings.log_level)
     db = create_database(settings)
+    metrics = (
+        Metrics(db, verdict_source=latest_verdict_status) if settings.metrics_enabled else None
+    )
+    if metrics:
+        metrics.count_fees_on_commit(db.writer)
     scheduler = (
-        Scheduler(db, settings)
+        Scheduler(db, settings, observer=metrics.job_finished if metrics else None)
         if (settings.jobs_enabled if run_jobs is None else run_jobs)
         else None
     )
@@ -44,7 +65,7 @@ def create_app(settings: Settings | None = None, *, run_jobs: bool | None = None
                 scheduler.stop()
             db.dispose()
 
-    app = FastAPI(
+    app = BrokerAPI(
         title="agent-broker",
         version=RELEASE_TAG,
         description="Marketplace broker for automated agents.",
@@ -53,6 +74,10 @@ def create_app(settings: Settings | None = None, *, run_jobs: bool | None = None
     app.state.settings = settings
     app.state.db = db
     app.state.rate_limiter = RateLimiter(settings)
+    app.state.metrics = metrics
+    if metrics:
+        app.request_observers = (metrics.observe_request,)
+        app.include_router(metrics_router)
     install_handlers(app)
     app.include_router(meta_router)
     app.include_router(accounts_router)
@@ -61,6 +86,7 @@ def create_app(settings: Settings | None = None, *, run_jobs: bool | None = None
     app.include_router(deals_router)
     app.include_router(reputation_router)
     app.include_router(tokens_router)
+    app.include_router(ledger_router)
     return app
 
 

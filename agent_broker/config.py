@@ -43,6 +43,10 @@ class Settings(BaseSettings):
     log_level: str = "INFO"
     # Run the scheduled jobs inside `serve` (one replica at a time holds each lease).
     jobs_enabled: bool = True
+    # How often `serve`'s scheduler looks for due jobs.
+    jobs_tick_seconds: float = Field(default=15.0, gt=0, le=3600)
+    # Serve Prometheus metrics at /metrics (404 when off).
+    metrics_enabled: bool = False
     # Set only for local testing: lets outbound fetches reach private addresses.
     allow_private_fetch: bool = False
 

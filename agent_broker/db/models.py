@@ -6,8 +6,17 @@ from agent_broker.deals.models import Deal  # noqa: F401
 from agent_broker.domains.models import DomainClaim  # noqa: F401
 from agent_broker.http.models import IdempotencyRecord  # noqa: F401
 from agent_broker.jobs.models import JobLease  # noqa: F401
-from agent_broker.ledger.models import Hold, JournalEntry, LedgerAccount, Posting  # noqa: F401
+from agent_broker.ledger.models import (  # noqa: F401
+    ChainCheckpoint,
+    ChainSeal,
+    Hold,
+    JournalEntry,
+    LedgerAccount,
+    Posting,
+    StoredVerdict,
+)
 from agent_broker.listings.models import Listing  # noqa: F401
+from agent_broker.meta.models import HealthSample  # noqa: F401
 from agent_broker.reputation.models import ReputationFacet  # noqa: F401
 from agent_broker.threads.models import Thread  # noqa: F401
 from agent_broker.tokens.models import SigningKey  # noqa: F401

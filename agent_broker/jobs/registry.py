@@ -12,8 +12,10 @@ from sqlalchemy.orm import Session
 from agent_broker.config import Settings
 from agent_broker.deals.service import purge_due
 from agent_broker.http.idempotency import purge_expired
+from agent_broker.ledger import sealer
 from agent_broker.ledger.service import settle_lapsed_holds
 from agent_broker.listings.service import expire_due
+from agent_broker.meta import health
 from agent_broker.threads.service import expire_due as expire_threads_due
 
 
@@ -43,6 +45,12 @@ def _purge_deals(session: Session, settings: Settings, now: datetime) -> str:
 
 def _expire_idempotency_keys(session: Session, settings: Settings, now: datetime) -> str:
     return f"forgot {purge_expired(session, settings.idempotency_retention_hours)} idempotency keys"
+
+
+def _ledger_seal(session: Session, settings: Settings, now: datetime) -> str:
+    # The sealer keeps its own short transactions (agent_broker.ledger.sealer), so it
+    # never holds the write lock while it re-verifies the journal.
+    return sealer.run(session.get_bind(), now=now).outcome
 
 
 JOBS: dict[str, Job] = {
@@ -77,6 +85,18 @@ JOBS: dict[str, Job] = {
             timedelta(hours=1),
             _expire_idempotency_keys,
             "forget Idempotency-Key records past their retention",
+        ),
+        Job(
+            "ledger-seal",
+            timedelta(hours=1),
+            _ledger_seal,
+            "extend the journal's hash chain, re-verify it and store the ledger verdict",
+        ),
+        Job(
+            "health-sample",
+            health.PERIOD,
+            health.sample_job,
+            "probe the service's own health for /status.json; drop samples past 31 days",
         ),
     )
 }

@@ -6,7 +6,9 @@ from __future__ import annotations
 import os
 import socket
 import threading
+import time
 import uuid
+from collections.abc import Callable
 from datetime import timedelta
 
 import structlog
@@ -21,6 +23,8 @@ from agent_broker.jobs.registry import JOBS, Job
 
 log = structlog.get_logger("agent_broker.jobs")
 LEASE_TTL = timedelta(minutes=10)
+# Told about every run this process made: (job name, "ok" or "failed", seconds).
+JobObserver = Callable[[str, str, float], None]
 
 
 def holder_id() -> str:
@@ -69,7 +73,12 @@ def _finish(db: Database, job: Job, holder: str, outcome: str) -> None:
 
 
 def run_job(
-    db: Database, settings: Settings, name: str, *, only_if_due: bool = False
+    db: Database,
+    settings: Settings,
+    name: str,
+    *,
+    only_if_due: bool = False,
+    observer: JobObserver | None = None,
 ) -> str | None:
     """Run one job once. Returns its outcome, or None when another runner holds the lease
     (or, with only_if_due, when its period has not elapsed)."""
@@ -78,6 +87,7 @@ def run_job(
     holder = holder_id()
     if not _claim(db, job, holder, only_if_due=only_if_due):
         return None
+    started = time.perf_counter()
     try:
         with db.writer() as session:
             outcome = job.run(session, settings, clock.now())
@@ -86,17 +96,28 @@ def run_job(
         outcome = f"failed: {type(exc).__name__}"
         log.error("job_failed", job=name, error_type=type(exc).__name__)
         _finish(db, job, holder, outcome)
+        if observer:
+            observer(name, "failed", time.perf_counter() - started)
         raise
     _finish(db, job, holder, outcome)
     log.info("job_ran", job=name, outcome=outcome)
+    if observer:
+        observer(name, "ok", time.perf_counter() - started)
     return outcome
 
 
 class Scheduler:
     """A daemon thread inside `serve` that runs each job when its period has elapsed."""
 
-    def __init__(self, db: Database, settings: Settings, tick_seconds: float = 15.0) -> None:
-        self._db, self._settings, self._tick = db, settings, tick_seconds
+    def __init__(
+        self,
+        db: Database,
+        settings: Settings,
+        tick_seconds: float | None = None,
+        observer: JobObserver | None = None,
+    ) -> None:
+        self._db, self._settings, self._observer = db, settings, observer
+        self._tick = settings.jobs_tick_seconds if tick_seconds is None else tick_seconds
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="broker-jobs", daemon=True)
 
@@ -113,6 +134,8 @@ class Scheduler:
                 if self._stop.is_set():
                     return
                 try:
-                    run_job(self._db, self._settings, name, only_if_due=True)
+                    run_job(
+                        self._db, self._settings, name, only_if_due=True, observer=self._observer
+                    )
                 except Exception:  # noqa: BLE001 - logged in run_job; keep the loop alive
                     continue

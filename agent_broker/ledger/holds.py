@@ -11,10 +11,11 @@ from datetime import datetime
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
-from agent_broker.ledger.books import wallet_code
+from agent_broker.ledger.books import FEES, wallet_code
 from agent_broker.ledger.errors import HoldNotCapturable, InsufficientFunds
 from agent_broker.ledger.journal import post_entry
 from agent_broker.ledger.models import Hold, LedgerAccount
+from agent_broker.meta.metrics import fee_captured
 
 _holds = Hold.__table__
 _wallets = LedgerAccount.__table__
@@ -100,6 +101,8 @@ def capture_hold(
         now=now,
         postings=[(hold.wallet_code, -hold.amount_micro), (sink, hold.amount_micro)],
     )
+    if sink == FEES:
+        fee_captured(session, kind=kind, amount_micro=hold.amount_micro)
 
 
 def settle_lapsed_holds(

@@ -12,6 +12,7 @@ from agent_broker.ledger import books
 from agent_broker.ledger.holds import capture_hold, release_hold, settle_lapsed_holds, take_hold
 from agent_broker.ledger.journal import post_entry
 from agent_broker.ledger.models import Hold, LedgerAccount
+from agent_broker.meta.metrics import fee_captured
 
 __all__ = [
     "WalletView",
@@ -134,6 +135,8 @@ def charge(
         now=now,
         postings=[(books.wallet_code(account_id), -amount_micro), (sink, amount_micro)],
     )
+    if sink == books.FEES:
+        fee_captured(session, kind=kind, amount_micro=amount_micro)
 
 
 def funded_accounts(session: Session, account_ids: set[str]) -> set[str]:

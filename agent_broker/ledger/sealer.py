@@ -27,27 +27,20 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import Engine, Row, func, insert, or_, select, text
+from sqlalchemy import Engine, insert, select, text
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from agent_broker import clock
-from agent_broker.db.engine import BEGIN_MODE
 from agent_broker.ledger import verdict
-from agent_broker.ledger.chain import (
-    GENESIS_HASH,
-    GENESIS_SEQUENCE,
-    SealedEntry,
-    group_postings,
-    link_hash,
-)
-from agent_broker.ledger.models import ChainCheckpoint, ChainSeal, JournalEntry, Posting
-from agent_broker.ledger.verdict import MAX_LISTED_PROBLEMS, StoredProblem, latest_verdict_status
+from agent_broker.ledger.chain import GENESIS_HASH, GENESIS_SEQUENCE, SealedEntry, link_hash
+from agent_broker.ledger.chain_rows import entries_after, reader, writer
+from agent_broker.ledger.models import ChainCheckpoint, ChainSeal
+from agent_broker.ledger.verdict import latest_verdict_status
+from agent_broker.ledger.verification import Verification, verify
 
 __all__ = [
     "SAFETY_MARGIN",
@@ -62,7 +55,6 @@ __all__ = [
 # Rows younger than this are left for a later run: the write path keeps its room.
 SAFETY_MARGIN = timedelta(minutes=5)
 SEAL_BATCH = 1000  # rows sealed per write transaction
-VERIFY_BATCH = 2000  # seals read per round of verification
 # How long one run waits for in-flight PostgreSQL transactions before passing a gap.
 SETTLE_TIMEOUT_S = 5.0
 _SETTLE_POLL_S = 0.01
@@ -89,55 +81,11 @@ def run(engine: Engine, *, now: datetime, margin: timedelta = SAFETY_MARGIN) -> 
         problems=found.problems,
         problem_count=found.problem_count,
     )
-    with _writer(engine) as session:
+    with writer(engine) as session:
         verdict.store(session, document)
         session.commit()
     status = "broken" if found.problem_count else "ok"
     return SealerRun(sealed=sealed, status=status, problem_count=found.problem_count)
-
-
-# --- transactions -----------------------------------------------------------------------
-
-
-@contextmanager
-def _writer(engine: Engine) -> Iterator[Session]:
-    # On SQLite the engine begins with BEGIN IMMEDIATE (agent_broker.db.engine).
-    with Session(bind=engine, expire_on_commit=False) as session:
-        yield session
-
-
-@contextmanager
-def _reader(engine: Engine) -> Iterator[Session]:
-    """Reads that take no lock; on PostgreSQL each statement sees the latest commits (set
-    explicitly: re-reading after the wait in _final_through depends on it)."""
-    if _sqlite(engine):
-        bind = engine.execution_options(**{BEGIN_MODE: "DEFERRED"})
-    else:
-        bind = engine.execution_options(isolation_level="READ COMMITTED")
-    with Session(bind=bind) as session:
-        try:
-            yield session
-        finally:
-            session.rollback()
-
-
-@contextmanager
-def _snapshot(engine: Engine) -> Iterator[Session]:
-    """One consistent snapshot for every read, taking no lock."""
-    if _sqlite(engine):
-        # A deferred read transaction in WAL mode sees one snapshot from its first read.
-        bind = engine.execution_options(**{BEGIN_MODE: "DEFERRED"})
-    else:
-        bind = engine.execution_options(isolation_level="REPEATABLE READ")
-    with Session(bind=bind) as session:
-        try:
-            yield session
-        finally:
-            session.rollback()
-
-
-def _sqlite(engine: Engine) -> bool:
-    return engine.dialect.name == "sqlite"
 
 
 # --- sealing ----------------------------------------------------------------------------
@@ -181,11 +129,11 @@ def _head(session: Session) -> _Head:
 
 
 def _seal_batch(engine: Engine, *, cutoff: datetime, now: datetime) -> int | None:
-    with _reader(engine) as session:
+    with reader(engine) as session:
         head = _head(session)
         final_through: int | None = None
         while True:
-            entries = _entries_after(session, head.sequence, SEAL_BATCH)
+            entries = entries_after(session, head.sequence, SEAL_BATCH)
             chosen, stopped_at_gap = _sealable(entries, head, cutoff, final_through)
             if not stopped_at_gap or final_through is not None:
                 break
@@ -198,7 +146,7 @@ def _seal_batch(engine: Engine, *, cutoff: datetime, now: datetime) -> int | Non
         digest = link_hash(prev_hash, entry)
         seals.append({"sequence": entry.sequence, "prev_sequence": prev_sequence, "hash": digest})
         prev_sequence, prev_hash = entry.sequence, digest
-    with _writer(engine) as session:
+    with writer(engine) as session:
         try:
             session.execute(insert(ChainSeal), seals)
             session.execute(
@@ -266,219 +214,3 @@ def _final_through(session: Session) -> int:
                 {"xids": running},
             ).all()
     return int(handed_out or 0)
-
-
-def _entries_after(session: Session, after: int, limit: int) -> list[SealedEntry]:
-    rows = (
-        session.connection()
-        .execute(
-            select(
-                JournalEntry.sequence,
-                JournalEntry.id,
-                JournalEntry.kind,
-                JournalEntry.memo,
-                JournalEntry.reference,
-                JournalEntry.real_money,
-                JournalEntry.created_at,
-            )
-            .where(JournalEntry.sequence > after)
-            .order_by(JournalEntry.sequence)
-            .limit(limit)
-        )
-        .all()
-    )
-    if not rows:
-        return []
-    return _with_postings(session, rows, rows[0].sequence, rows[-1].sequence)
-
-
-def _entries_between(session: Session, low: int | None, high: int) -> list[SealedEntry]:
-    """Entries with low < sequence <= high (no lower bound when low is None)."""
-    query = (
-        select(
-            JournalEntry.sequence,
-            JournalEntry.id,
-            JournalEntry.kind,
-            JournalEntry.memo,
-            JournalEntry.reference,
-            JournalEntry.real_money,
-            JournalEntry.created_at,
-        )
-        .where(JournalEntry.sequence <= high)
-        .order_by(JournalEntry.sequence)
-    )
-    if low is not None:
-        query = query.where(JournalEntry.sequence > low)
-    rows = session.connection().execute(query).all()
-    if not rows:
-        return []
-    return _with_postings(session, rows, rows[0].sequence, rows[-1].sequence)
-
-
-def _with_postings(
-    session: Session, rows: Sequence[Row], first: int, last: int
-) -> list[SealedEntry]:
-    postings = group_postings(
-        session.connection().execute(
-            select(Posting.entry_sequence, Posting.id, Posting.account_code, Posting.amount_micro)
-            .where(Posting.entry_sequence >= first, Posting.entry_sequence <= last)
-            .order_by(Posting.id)
-        )
-    )
-    return [
-        SealedEntry(
-            sequence=row.sequence,
-            id=row.id,
-            kind=row.kind,
-            memo=row.memo,
-            reference=row.reference,
-            real_money=row.real_money,
-            created_at=row.created_at,
-            postings=tuple(postings.get(row.sequence, ())),
-        )
-        for row in rows
-    ]
-
-
-# --- verification -----------------------------------------------------------------------
-
-
-@dataclass
-class Verification:
-    head: tuple[int, str] | None = None  # (sequence, hash) of the sealed range's last row
-    problems: list[StoredProblem] = field(default_factory=list)  # the first few
-    problem_count: int = 0
-
-    def add(self, sequence: int | None, kind: str, detail: str) -> None:
-        self.problem_count += 1
-        if len(self.problems) < MAX_LISTED_PROBLEMS:
-            self.problems.append(StoredProblem(sequence=sequence, kind=kind, detail=detail))
-
-
-def verify(engine: Engine) -> Verification:
-    """Recompute every link of the sealed range from the journal rows as they are now,
-    and check each checkpoint against the chain. Reads one snapshot; writes nothing."""
-    with _snapshot(engine) as session:
-        return _verify(session)
-
-
-def _verify(session: Session) -> Verification:
-    found = Verification()
-    latest = session.execute(
-        select(ChainCheckpoint.sequence, ChainCheckpoint.hash)
-        .order_by(ChainCheckpoint.sequence.desc())
-        .limit(1)
-    ).first()
-    if latest is not None:
-        head_sequence = latest[0]
-        found.head = (head_sequence, latest[1])
-    else:
-        last_seal = session.execute(
-            select(ChainSeal.sequence, ChainSeal.hash).order_by(ChainSeal.sequence.desc()).limit(1)
-        ).first()
-        if last_seal is None:
-            return found  # nothing sealed
-        # Seals without any checkpoint: the checkpoints were removed. Verify what is there.
-        head_sequence = last_seal[0]
-        found.head = (head_sequence, last_seal[1])
-        found.add(
-            head_sequence,
-            "checkpoint_missing",
-            f"rows up to {head_sequence} are sealed but no checkpoint records the chain",
-        )
-
-    # The range starts at the start of the journal: a row slipped in below the first
-    # sealed one (sequence 0 or less) is inside it too, hence no lower bound at first.
-    cursor: int | None = None
-    prev_sequence, prev_hash = GENESIS_SEQUENCE, GENESIS_HASH
-    while cursor is None or cursor < head_sequence:
-        seals = (
-            session.connection()
-            .execute(
-                select(ChainSeal.sequence, ChainSeal.prev_sequence, ChainSeal.hash)
-                .where(ChainSeal.sequence > (cursor or GENESIS_SEQUENCE))
-                .where(ChainSeal.sequence <= head_sequence)
-                .order_by(ChainSeal.sequence)
-                .limit(VERIFY_BATCH)
-            )
-            .all()
-        )
-        upper = seals[-1].sequence if len(seals) == VERIFY_BATCH else head_sequence
-        entries = {e.sequence: e for e in _entries_between(session, cursor, upper)}
-        by_sequence = {s.sequence: s for s in seals}
-        for sequence in sorted(entries.keys() | by_sequence.keys()):
-            seal_row, entry = by_sequence.get(sequence), entries.get(sequence)
-            if seal_row is None:
-                found.add(
-                    sequence,
-                    "row_unsealed",
-                    f"journal row {sequence} lies inside the sealed range but was never sealed",
-                )
-                continue
-            base = prev_hash
-            if seal_row.prev_sequence != prev_sequence:
-                base = _linked_hash(session, seal_row.prev_sequence)
-                if base is None:
-                    _report_lost_seal(session, found, seal_row.prev_sequence, sequence)
-                else:
-                    found.add(
-                        sequence,
-                        "chain_link_broken",
-                        f"the seal of journal row {sequence} links to row "
-                        f"{seal_row.prev_sequence}, not to row {prev_sequence} sealed before it",
-                    )
-            if entry is None:
-                found.add(sequence, "row_missing", f"journal row {sequence} was sealed but is gone")
-            elif base is not None and link_hash(base, entry) != seal_row.hash:
-                found.add(
-                    sequence, "row_altered", f"journal row {sequence} differs from what was sealed"
-                )
-            prev_sequence, prev_hash = sequence, seal_row.hash
-        cursor = upper
-
-    mismatched = session.scalars(
-        select(ChainCheckpoint.sequence)
-        .outerjoin(ChainSeal, ChainSeal.sequence == ChainCheckpoint.sequence)
-        .where(or_(ChainSeal.hash.is_(None), ChainSeal.hash != ChainCheckpoint.hash))
-        .order_by(ChainCheckpoint.sequence)
-    )
-    for sequence in mismatched:
-        found.add(
-            sequence,
-            "checkpoint_mismatch",
-            f"the checkpoint at journal row {sequence} does not match the chain",
-        )
-
-    beyond = session.scalars(
-        select(ChainSeal.sequence)
-        .where(ChainSeal.sequence > head_sequence)
-        .order_by(ChainSeal.sequence)
-        .limit(MAX_LISTED_PROBLEMS)
-    ).all()
-    beyond_count = session.scalar(
-        select(func.count()).select_from(ChainSeal).where(ChainSeal.sequence > head_sequence)
-    )
-    for sequence in beyond:
-        found.add(
-            sequence,
-            "seal_outside_range",
-            f"journal row {sequence} has a seal beyond the last checkpoint",
-        )
-    # Counted, not listed, past the cap.
-    found.problem_count += max(0, int(beyond_count or 0) - len(beyond))
-    return found
-
-
-def _report_lost_seal(session: Session, found: Verification, lost: int, linker: int) -> None:
-    """A seal links to a seal that is gone; say whether its row went with it."""
-    if session.get(JournalEntry, lost) is None:
-        kind, detail = "row_missing", f"journal row {lost} and its seal are gone"
-    else:
-        kind, detail = "seal_missing", f"the seal of journal row {lost} is gone"
-    found.add(lost, kind, f"{detail} (the seal of row {linker} links to it)")
-
-
-def _linked_hash(session: Session, sequence: int) -> str | None:
-    if sequence == GENESIS_SEQUENCE:
-        return GENESIS_HASH
-    return session.scalar(select(ChainSeal.hash).where(ChainSeal.sequence == sequence))

@@ -15,7 +15,7 @@ from agent_broker import clock
 from agent_broker.cli import app as cli
 from agent_broker.jobs.registry import JOBS
 from agent_broker.jobs.runner import run_job
-from agent_broker.ledger import books, sealer, verdict
+from agent_broker.ledger import books, sealer, verdict, verification
 from agent_broker.ledger.chain import GENESIS_HASH, SealedEntry, SealedPosting, link_hash
 from agent_broker.ledger.journal import post_entry
 from agent_broker.ledger.models import JournalEntry, Posting
@@ -163,7 +163,7 @@ def test_latest_verdict_status_follows_the_stored_verdict(app):
 
 def test_sealing_continues_in_batches(app, monkeypatch):
     monkeypatch.setattr(sealer, "SEAL_BATCH", 3)
-    monkeypatch.setattr(sealer, "VERIFY_BATCH", 2)
+    monkeypatch.setattr(verification, "VERIFY_BATCH", 2)
     journal(app, 8)
     run = seal_now(app)
     assert (run.sealed, run.status) == (8, "ok")

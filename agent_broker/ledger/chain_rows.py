@@ -1,0 +1,127 @@
+"""Reading journal rows for the chain, in transactions of the sealer's own that never
+hold a lock a money write needs (see agent_broker.ledger.sealer)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+
+from sqlalchemy import Engine, Row, select
+from sqlalchemy.orm import Session
+
+from agent_broker.db.engine import BEGIN_MODE
+from agent_broker.ledger.chain import SealedEntry, group_postings
+from agent_broker.ledger.models import JournalEntry, Posting
+
+
+@contextmanager
+def writer(engine: Engine) -> Iterator[Session]:
+    # On SQLite the engine begins with BEGIN IMMEDIATE (agent_broker.db.engine).
+    with Session(bind=engine, expire_on_commit=False) as session:
+        yield session
+
+
+@contextmanager
+def reader(engine: Engine) -> Iterator[Session]:
+    """Reads that take no lock; on PostgreSQL each statement sees the latest commits (set
+    explicitly: re-reading after the wait in sealer._final_through depends on it)."""
+    if is_sqlite(engine):
+        bind = engine.execution_options(**{BEGIN_MODE: "DEFERRED"})
+    else:
+        bind = engine.execution_options(isolation_level="READ COMMITTED")
+    with Session(bind=bind) as session:
+        try:
+            yield session
+        finally:
+            session.rollback()
+
+
+@contextmanager
+def snapshot(engine: Engine) -> Iterator[Session]:
+    """One consistent snapshot for every read, taking no lock."""
+    if is_sqlite(engine):
+        # A deferred read transaction in WAL mode sees one snapshot from its first read.
+        bind = engine.execution_options(**{BEGIN_MODE: "DEFERRED"})
+    else:
+        bind = engine.execution_options(isolation_level="REPEATABLE READ")
+    with Session(bind=bind) as session:
+        try:
+            yield session
+        finally:
+            session.rollback()
+
+
+def is_sqlite(engine: Engine) -> bool:
+    return engine.dialect.name == "sqlite"
+
+
+def entries_after(session: Session, after: int, limit: int) -> list[SealedEntry]:
+    rows = (
+        session.connection()
+        .execute(
+            select(
+                JournalEntry.sequence,
+                JournalEntry.id,
+                JournalEntry.kind,
+                JournalEntry.memo,
+                JournalEntry.reference,
+                JournalEntry.real_money,
+                JournalEntry.created_at,
+            )
+            .where(JournalEntry.sequence > after)
+            .order_by(JournalEntry.sequence)
+            .limit(limit)
+        )
+        .all()
+    )
+    if not rows:
+        return []
+    return _with_postings(session, rows, rows[0].sequence, rows[-1].sequence)
+
+
+def entries_between(session: Session, low: int | None, high: int) -> list[SealedEntry]:
+    """Entries with low < sequence <= high (no lower bound when low is None)."""
+    query = (
+        select(
+            JournalEntry.sequence,
+            JournalEntry.id,
+            JournalEntry.kind,
+            JournalEntry.memo,
+            JournalEntry.reference,
+            JournalEntry.real_money,
+            JournalEntry.created_at,
+        )
+        .where(JournalEntry.sequence <= high)
+        .order_by(JournalEntry.sequence)
+    )
+    if low is not None:
+        query = query.where(JournalEntry.sequence > low)
+    rows = session.connection().execute(query).all()
+    if not rows:
+        return []
+    return _with_postings(session, rows, rows[0].sequence, rows[-1].sequence)
+
+
+def _with_postings(
+    session: Session, rows: Sequence[Row], first: int, last: int
+) -> list[SealedEntry]:
+    postings = group_postings(
+        session.connection().execute(
+            select(Posting.entry_sequence, Posting.id, Posting.account_code, Posting.amount_micro)
+            .where(Posting.entry_sequence >= first, Posting.entry_sequence <= last)
+            .order_by(Posting.id)
+        )
+    )
+    return [
+        SealedEntry(
+            sequence=row.sequence,
+            id=row.id,
+            kind=row.kind,
+            memo=row.memo,
+            reference=row.reference,
+            real_money=row.real_money,
+            created_at=row.created_at,
+            postings=tuple(postings.get(row.sequence, ())),
+        )
+        for row in rows
+    ]

@@ -4,7 +4,7 @@ hold a lock a money write needs (see agent_broker.ledger.sealer)."""
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 
 from sqlalchemy import Engine, Row, select
 from sqlalchemy.orm import Session
@@ -22,33 +22,29 @@ def writer(engine: Engine) -> Iterator[Session]:
 
 
 @contextmanager
-def reader(engine: Engine) -> Iterator[Session]:
+def _read_only(engine: Engine, pg_isolation: str) -> Iterator[Session]:
+    # SQLite: a deferred transaction takes no lock and, in WAL mode, reads one snapshot
+    # from its first read. PostgreSQL: the isolation level the caller needs.
+    if is_sqlite(engine):
+        bind = engine.execution_options(**{BEGIN_MODE: "DEFERRED"})
+    else:
+        bind = engine.execution_options(isolation_level=pg_isolation)
+    with Session(bind=bind) as session:
+        try:
+            yield session
+        finally:
+            session.rollback()
+
+
+def reader(engine: Engine) -> AbstractContextManager[Session]:
     """Reads that take no lock; on PostgreSQL each statement sees the latest commits (set
     explicitly: re-reading after the wait in sealer._final_through depends on it)."""
-    if is_sqlite(engine):
-        bind = engine.execution_options(**{BEGIN_MODE: "DEFERRED"})
-    else:
-        bind = engine.execution_options(isolation_level="READ COMMITTED")
-    with Session(bind=bind) as session:
-        try:
-            yield session
-        finally:
-            session.rollback()
+    return _read_only(engine, "READ COMMITTED")
 
 
-@contextmanager
-def snapshot(engine: Engine) -> Iterator[Session]:
+def snapshot(engine: Engine) -> AbstractContextManager[Session]:
     """One consistent snapshot for every read, taking no lock."""
-    if is_sqlite(engine):
-        # A deferred read transaction in WAL mode sees one snapshot from its first read.
-        bind = engine.execution_options(**{BEGIN_MODE: "DEFERRED"})
-    else:
-        bind = engine.execution_options(isolation_level="REPEATABLE READ")
-    with Session(bind=bind) as session:
-        try:
-            yield session
-        finally:
-            session.rollback()
+    return _read_only(engine, "REPEATABLE READ")
 
 
 def is_sqlite(engine: Engine) -> bool:

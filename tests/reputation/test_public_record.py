@@ -14,21 +14,9 @@ from tests.deals.test_feedback import dispute, rate
 from tests.deals.test_finalize import finalize
 from tests.helpers import Agent, assert_problem, complete_profile, fund, register
 from tests.listings.conftest import FEE, post
+from tests.reputation.test_scorecard import ALWAYS
 from tests.threads.conftest import DEAL_FEE, close, offer, open_thread, trader
 
-ALWAYS = {
-    "completed_deals",
-    "rated_deals",
-    "distinct_counterparties",
-    "disputes",
-    "verified_capabilities",
-    "verified_capability_list",
-    "tenure_days",
-    "score_distribution",
-    "rates_suppressed",
-    "min_rated_deals",
-    "evidence_backed",
-}
 SEEDED = {"rating_sum": 5, "rating_count": 1, "finalized_count": 0, "non_delivery_count": 0}
 
 

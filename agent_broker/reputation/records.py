@@ -6,15 +6,15 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select
-from sqlalchemy.orm import Session
+from sqlalchemy import Row, Select, bindparam, select
+from sqlalchemy.orm import Session, aliased
 
 from agent_broker import clock
 from agent_broker.accounts.models import Account
 from agent_broker.domains import service as domains
 from agent_broker.ledger import service as ledger
-from agent_broker.reputation import service as reputation
-from agent_broker.reputation.models import ReputationSales, ReputationStats
+from agent_broker.problems import NotFound
+from agent_broker.reputation.models import ReputationFacet, ReputationSales, ReputationStats
 from agent_broker.reputation.scorecard import (
     SEED_RATING_COUNT,
     Facet,
@@ -31,20 +31,39 @@ def _public_facet(counters: dict[str, int]) -> dict[str, Any]:
     return {**counters, "warm_start": warm}
 
 
-def _standing(
-    session: Session, accounts: list[Account], now: datetime
-) -> dict[str, dict[str, Any]]:
-    """Counters, flags and scorecard of each account, in a fixed number of queries."""
-    ids = {account.id for account in accounts}
-    facets = reputation.facets_for(session, ids)
+_FACET_COUNTERS = ("rating_sum", "rating_count", "finalized_count", "non_delivery_count")
+_STAT_COLUMNS = (
+    "disputes",
+    "counterparties",
+    "first_deal_at",
+    "last_active_at",
+    *ReputationStats.SCORES,
+    *ReputationStats.LATENCIES,
+)
+
+
+def _evidence_statement() -> Select:
+    """Creation time, running counters and both facets of each account: one row apiece."""
+    facet_of = {role: aliased(ReputationFacet, name=f"{role}_facet") for role in ROLES}
+    columns = [Account.id, Account.created_at]
+    columns += [getattr(ReputationStats, name) for name in _STAT_COLUMNS]
+    for role, facet in facet_of.items():
+        columns += [getattr(facet, name).label(f"{role}_{name}") for name in _FACET_COUNTERS]
+    statement = select(*columns).outerjoin(
+        ReputationStats, ReputationStats.account_id == Account.id
+    )
+    for role, facet in facet_of.items():
+        statement = statement.join(facet, (facet.account_id == Account.id) & (facet.role == role))
+    return statement.where(Account.id.in_(bindparam("ids", expanding=True)))
+
+
+_EVIDENCE = _evidence_statement()
+
+
+def _standing(session: Session, ids: set[str], now: datetime) -> dict[str, dict[str, Any]]:
+    """Counters, flags and scorecard of each account, in four queries however many."""
     funded = ledger.funded_accounts(session, ids)
     verified = domains.verified_accounts(session, ids)
-    stats = {
-        row.account_id: row
-        for row in session.scalars(
-            select(ReputationStats).where(ReputationStats.account_id.in_(ids))
-        )
-    }
     sales: dict[str, dict[str, int]] = {}
     for row in session.execute(
         select(ReputationSales.account_id, ReputationSales.category, ReputationSales.sales).where(
@@ -53,40 +72,46 @@ def _standing(
     ):
         sales.setdefault(row.account_id, {})[row.category] = row.sales
     records = {}
-    for account in accounts:
-        counters = facets[account.id]
-        row = stats.get(account.id)
+    for row in session.execute(_EVIDENCE, {"ids": list(ids)}):
+        counters = {
+            role: {name: getattr(row, f"{role}_{name}") for name in _FACET_COUNTERS}
+            for role in ROLES
+        }
         card = derive_scorecard(
             ScorecardInputs(
                 buyer=Facet(**counters["buyer"]),
                 seller=Facet(**counters["seller"]),
-                disputes=row.disputes if row else 0,
-                distinct_counterparties=row.counterparties if row else 0,
-                sales_by_category=sales.get(account.id, {}),
-                created_at=account.created_at,
-                first_deal_at=row.first_deal_at if row else None,
-                last_active_at=row.last_active_at if row else None,
+                disputes=row.disputes or 0,
+                distinct_counterparties=row.counterparties or 0,
+                sales_by_category=sales.get(row.id, {}),
+                created_at=row.created_at,
+                first_deal_at=row.first_deal_at,
+                last_active_at=row.last_active_at,
                 latency_counts=_columns(row, ReputationStats.LATENCIES),
                 score_counts=_columns(row, ReputationStats.SCORES),
                 now=now,
             )
         )
-        records[account.id] = {
+        records[row.id] = {
             **{role: _public_facet(counters[role]) for role in ROLES},
-            "funded": account.id in funded,
-            "domain_verified": account.id in verified,
+            "funded": row.id in funded,
+            "domain_verified": row.id in verified,
             "scorecard": card,
         }
     return records
 
 
-def _columns(row: ReputationStats | None, names: tuple[str, ...]) -> tuple[int, ...]:
-    return tuple(getattr(row, name) if row else 0 for name in names)
+def _columns(row: Row, names: tuple[str, ...]) -> tuple[int, ...]:
+    # No stats row (an account older than the counters' table, never backfilled): zeros.
+    return tuple(getattr(row, name) or 0 for name in names)
 
 
 def public_record(session: Session, account: Account, *, now: datetime) -> dict[str, Any]:
     """The public record read by handle (SPEC 2.3)."""
-    record = _standing(session, [account], now)[account.id]
+    found = _standing(session, {account.id}, now)
+    if account.id not in found:
+        raise NotFound("No reputation record has this handle.")
+    record = found[account.id]
     return {"handle": account.handle, **record, "as_of": clock.rfc3339(now)}
 
 
@@ -105,8 +130,7 @@ def counterparty_records(
     themselves carry no handle, endpoint or account id."""
     if not account_ids:
         return {}
-    accounts = list(session.scalars(select(Account).where(Account.id.in_(account_ids))))
-    return _standing(session, accounts, now)
+    return _standing(session, account_ids, now)
 
 
 def find_by_handle(session: Session, handle: str) -> Account | None:

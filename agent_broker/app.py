@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 from fastapi import FastAPI
 from starlette.types import ASGIApp
@@ -15,6 +16,7 @@ from agent_broker.db.engine import create_database
 from agent_broker.deals.routes import router as deals_router
 from agent_broker.http.rate_limits import RateLimiter
 from agent_broker.http.request_id import RequestContextMiddleware, RequestObserver
+from agent_broker.http.responses import without_framework_422
 from agent_broker.jobs.runner import Scheduler
 from agent_broker.ledger.routes import router as ledger_router
 from agent_broker.ledger.verdict import latest_verdict_status
@@ -37,6 +39,11 @@ class BrokerAPI(FastAPI):
 
     def build_middleware_stack(self) -> ASGIApp:
         return RequestContextMiddleware(super().build_middleware_stack(), self.request_observers)
+
+    def openapi(self) -> dict[str, Any]:
+        if self.openapi_schema is None:
+            self.openapi_schema = without_framework_422(super().openapi())
+        return self.openapi_schema
 
 
 def create_app(settings: Settings | None = None, *, run_jobs: bool | None = None) -> FastAPI:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 
-from sqlalchemy import Engine, Row, select
+from sqlalchemy import Engine, Row, Select, select
 from sqlalchemy.orm import Session
 
 from agent_broker.db.engine import BEGIN_MODE
@@ -51,47 +51,30 @@ def is_sqlite(engine: Engine) -> bool:
     return engine.dialect.name == "sqlite"
 
 
+_ENTRIES = select(
+    JournalEntry.sequence,
+    JournalEntry.id,
+    JournalEntry.kind,
+    JournalEntry.memo,
+    JournalEntry.reference,
+    JournalEntry.real_money,
+    JournalEntry.created_at,
+).order_by(JournalEntry.sequence)
+
+
 def entries_after(session: Session, after: int, limit: int) -> list[SealedEntry]:
-    rows = (
-        session.connection()
-        .execute(
-            select(
-                JournalEntry.sequence,
-                JournalEntry.id,
-                JournalEntry.kind,
-                JournalEntry.memo,
-                JournalEntry.reference,
-                JournalEntry.real_money,
-                JournalEntry.created_at,
-            )
-            .where(JournalEntry.sequence > after)
-            .order_by(JournalEntry.sequence)
-            .limit(limit)
-        )
-        .all()
-    )
-    if not rows:
-        return []
-    return _with_postings(session, rows, rows[0].sequence, rows[-1].sequence)
+    return _load(session, _ENTRIES.where(JournalEntry.sequence > after).limit(limit))
 
 
 def entries_between(session: Session, low: int | None, high: int) -> list[SealedEntry]:
     """Entries with low < sequence <= high (no lower bound when low is None)."""
-    query = (
-        select(
-            JournalEntry.sequence,
-            JournalEntry.id,
-            JournalEntry.kind,
-            JournalEntry.memo,
-            JournalEntry.reference,
-            JournalEntry.real_money,
-            JournalEntry.created_at,
-        )
-        .where(JournalEntry.sequence <= high)
-        .order_by(JournalEntry.sequence)
-    )
+    query = _ENTRIES.where(JournalEntry.sequence <= high)
     if low is not None:
         query = query.where(JournalEntry.sequence > low)
+    return _load(session, query)
+
+
+def _load(session: Session, query: Select) -> list[SealedEntry]:
     rows = session.connection().execute(query).all()
     if not rows:
         return []

@@ -14,6 +14,7 @@ from agent_broker.accounts.routes import router as accounts_router
 from agent_broker.config import Settings
 from agent_broker.db.engine import create_database
 from agent_broker.deals.routes import router as deals_router
+from agent_broker.http.body import BodyGuardMiddleware
 from agent_broker.http.rate_limits import RateLimiter
 from agent_broker.http.request_id import RequestContextMiddleware, RequestObserver
 from agent_broker.http.responses import without_framework_422
@@ -33,12 +34,20 @@ from agent_broker.tokens.routes import router as tokens_router
 
 class BrokerAPI(FastAPI):
     """FastAPI with the request-id and access-log middleware around the whole stack, error
-    middleware included, so even a 500 answer carries X-Request-ID."""
+    middleware included, so even a 500 answer carries X-Request-ID; inside it, the body
+    guard reads and bounds every request body before anything else runs."""
 
     request_observers: tuple[RequestObserver, ...] = ()
 
     def build_middleware_stack(self) -> ASGIApp:
-        return RequestContextMiddleware(super().build_middleware_stack(), self.request_observers)
+        settings = self.state.settings
+        guarded = BodyGuardMiddleware(
+            super().build_middleware_stack(),
+            max_bytes=settings.max_body_bytes,
+            timeout=settings.body_timeout_seconds,
+            base_url=lambda: settings.public_base_url,
+        )
+        return RequestContextMiddleware(guarded, self.request_observers)
 
     def openapi(self) -> dict[str, Any]:
         if self.openapi_schema is None:

@@ -14,7 +14,9 @@ from collections.abc import Iterable
 
 from agent_broker.scanning.text import Anchored, Span, Text, before, line_prefix, word
 
-_SP = r"[^\S\n]"
+# Any whitespace, line breaks included: a model reads "ignore\r\nprevious instructions" or
+# a phrase hard-wrapped across lines as one sentence.
+_SP = r"\s"
 
 # "We never reveal your API keys" or "don't ignore your previous instructions" describe a
 # promise, not a command: the verb is excused when a negation closes in on it.

@@ -73,6 +73,12 @@ def scan(text: str) -> Finding | None:
     found = _first(prepared, "contact_leak", CONTACT_RULES) or _first(
         prepared, "prompt_injection", INJECTION_RULES
     )
+    if found is None and folded.had_invisible:
+        # An invisible character may stand where a space would ("ignore\u2060previous
+        # instructions"), so phrases are read once more with each one as a space. Contact
+        # details are read joined only: an address is one token, whatever hides inside it.
+        folded = fold(text, invisible=" ")
+        found = _first(Text(folded.text), "prompt_injection", INJECTION_RULES)
     if found is None:
         return None
     start, end = folded.original_span(found.start, found.end)

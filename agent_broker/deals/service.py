@@ -6,7 +6,7 @@ import secrets
 import uuid
 from datetime import datetime, timedelta
 
-from sqlalchemy import select, update
+from sqlalchemy import update
 from sqlalchemy.orm import Session
 
 from agent_broker import clock
@@ -91,10 +91,6 @@ def seal(
     # Sealing bills both sides (each fee is captured): both were active now.
     reputation.touch(session, [poster.id, negotiator.id], now=now)
     return deal
-
-
-def find_for_thread(session: Session, thread_id: str) -> Deal | None:
-    return session.scalars(select(Deal).where(Deal.thread_id == thread_id)).one_or_none()
 
 
 def _coordinates(deal: Deal, side: str) -> dict:

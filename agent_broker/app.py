@@ -11,13 +11,14 @@ from starlette.types import ASGIApp
 
 from agent_broker import RELEASE_TAG
 from agent_broker.accounts.routes import router as accounts_router
+from agent_broker.accounts.service import protocol_bindings
 from agent_broker.config import Settings
 from agent_broker.db.engine import create_database
 from agent_broker.deals.routes import router as deals_router
 from agent_broker.http.body import BodyGuardMiddleware
 from agent_broker.http.rate_limits import RateLimiter
 from agent_broker.http.request_id import RequestContextMiddleware, RequestObserver
-from agent_broker.http.responses import without_framework_422
+from agent_broker.http.responses import finish_document
 from agent_broker.jobs.runner import Scheduler
 from agent_broker.ledger.routes import router as ledger_router
 from agent_broker.ledger.verdict import latest_verdict_status
@@ -30,6 +31,18 @@ from agent_broker.problems import install_handlers
 from agent_broker.reputation.routes import router as reputation_router
 from agent_broker.threads.routes import router as threads_router
 from agent_broker.tokens.routes import router as tokens_router
+
+# Every feature's routes, in the order they are matched.
+ROUTERS = (
+    meta_router,
+    accounts_router,
+    listings_router,
+    threads_router,
+    deals_router,
+    reputation_router,
+    tokens_router,
+    ledger_router,
+)
 
 
 class BrokerAPI(FastAPI):
@@ -51,7 +64,9 @@ class BrokerAPI(FastAPI):
 
     def openapi(self) -> dict[str, Any]:
         if self.openapi_schema is None:
-            self.openapi_schema = without_framework_422(super().openapi())
+            self.openapi_schema = finish_document(
+                super().openapi(), protocol_bindings=protocol_bindings(self.state.settings)
+            )
         return self.openapi_schema
 
 
@@ -95,14 +110,8 @@ def create_app(settings: Settings | None = None, *, run_jobs: bool | None = None
         app.request_observers = (metrics.observe_request,)
         app.include_router(metrics_router)
     install_handlers(app)
-    app.include_router(meta_router)
-    app.include_router(accounts_router)
-    app.include_router(listings_router)
-    app.include_router(threads_router)
-    app.include_router(deals_router)
-    app.include_router(reputation_router)
-    app.include_router(tokens_router)
-    app.include_router(ledger_router)
+    for router in ROUTERS:
+        app.include_router(router)
     return app
 
 

@@ -5,10 +5,15 @@ from __future__ import annotations
 import json
 import sys
 import uuid
+from typing import TYPE_CHECKING
 
 import typer
+from pydantic import ValidationError
 
 from agent_broker.config import Settings
+
+if TYPE_CHECKING:
+    from agent_broker.db.engine import Database
 
 app = typer.Typer(
     help="agent-broker: a marketplace broker for automated agents.", no_args_is_help=True
@@ -17,18 +22,65 @@ db_app = typer.Typer(help="Database maintenance.", no_args_is_help=True)
 admin_app = typer.Typer(help="Operator actions.", no_args_is_help=True)
 jobs_app = typer.Typer(help="Scheduled jobs.", no_args_is_help=True)
 keys_app = typer.Typer(help="Token signing keys.", no_args_is_help=True)
+ledger_app = typer.Typer(help="Ledger integrity.", no_args_is_help=True)
 app.add_typer(db_app, name="db")
 app.add_typer(admin_app, name="admin")
 app.add_typer(jobs_app, name="jobs")
 app.add_typer(keys_app, name="keys")
+app.add_typer(ledger_app, name="ledger")
+
+
+NOT_MIGRATED = "database is not migrated; run `agent-broker db upgrade`"
 
 
 def _settings() -> Settings:
     try:
         return Settings()
+    except ValidationError as exc:
+        # One line per rejected setting, never its value: a BROKER_* value may be a secret.
+        for line in _setting_errors(exc):
+            typer.echo(f"configuration error: {line}", err=True)
+        raise typer.Exit(2) from None
     except ValueError as exc:
         typer.echo(f"configuration error: {exc}", err=True)
         raise typer.Exit(2) from None
+
+
+def _setting_errors(exc: ValidationError) -> list[str]:
+    prefix = Settings.model_config.get("env_prefix", "")
+    lines = []
+    for error in exc.errors(include_url=False, include_context=False, include_input=False):
+        message = error["msg"].removeprefix("Value error, ")
+        field = "_".join(str(part) for part in error["loc"])
+        lines.append(f"{prefix}{field.upper()}: {message}" if field else message)
+    return lines
+
+
+def _open_database(settings: Settings) -> Database:
+    """The database, once it is known to carry this release's schema; otherwise one line
+    saying so and exit 1, rather than a traceback from the first missing table."""
+    from sqlalchemy.exc import OperationalError
+
+    from agent_broker.db.engine import create_database
+    from agent_broker.db.migrate import is_migrated
+
+    db = create_database(settings)
+    try:
+        migrated = is_migrated(db)
+    except OperationalError as exc:
+        db.dispose()
+        # The driver's own first line (refused, unknown host, bad file); never the URL.
+        reason = str(exc.orig).strip().splitlines()[0] if exc.orig else type(exc).__name__
+        typer.echo(f"cannot reach the database: {reason}", err=True)
+        raise typer.Exit(1) from None
+    except BaseException:
+        db.dispose()
+        raise
+    if not migrated:
+        db.dispose()
+        typer.echo(NOT_MIGRATED, err=True)
+        raise typer.Exit(1)
+    return db
 
 
 @app.command()
@@ -46,6 +98,9 @@ def serve(
     settings = _settings()
     if not no_migrate:
         upgrade(settings.database_url)
+    else:
+        # Refuse to start rather than answer 500 to every request.
+        _open_database(settings).dispose()
     if settings.is_sqlite and workers > 1:
         typer.echo(
             "note: several workers on SQLite serialise on the database lock; "
@@ -83,7 +138,6 @@ def admin_credit(
     """Credit an account (journalled)."""
     from agent_broker import clock
     from agent_broker.accounts.models import Account
-    from agent_broker.db.engine import create_database
     from agent_broker.ledger import books
     from agent_broker.ledger.service import credit, wallet
 
@@ -98,7 +152,7 @@ def admin_credit(
     if not reason.strip():
         typer.echo("--reason must not be empty", err=True)
         raise typer.Exit(2)
-    db = create_database(_settings())
+    db = _open_database(_settings())
     try:
         with db.writer() as session:
             if session.get(Account, account_id) is None:
@@ -137,7 +191,6 @@ def jobs_list() -> None:
 @jobs_app.command("run")
 def jobs_run(name: str) -> None:
     """Run one job once (cron-friendly)."""
-    from agent_broker.db.engine import create_database
     from agent_broker.jobs.registry import JOBS
     from agent_broker.jobs.runner import run_job
 
@@ -145,7 +198,7 @@ def jobs_run(name: str) -> None:
         typer.echo(f"unknown job {name!r}; known: {', '.join(JOBS)}", err=True)
         raise typer.Exit(2)
     settings = _settings()
-    db = create_database(settings)
+    db = _open_database(settings)
     try:
         outcome = run_job(db, settings, name)
     finally:
@@ -160,7 +213,6 @@ def jobs_run(name: str) -> None:
 def keys_rotate() -> None:
     """Start signing with a new Ed25519 key; the old one stays published for 7 days."""
     from agent_broker import clock
-    from agent_broker.db.engine import create_database
     from agent_broker.tokens import keys, registry
 
     settings = _settings()
@@ -175,9 +227,10 @@ def keys_rotate() -> None:
             err=True,
         )
         return
-    old, new = keys.rotate_key_file(keys.key_file(settings.var_dir))
-    db = create_database(settings)
+    # Checked first: the key file is not rotated for a database that cannot record it.
+    db = _open_database(settings)
     try:
+        old, new = keys.rotate_key_file(keys.key_file(settings.var_dir))
         with db.writer() as session:
             registry.register_current(session, new, now=clock.now())
             session.commit()
@@ -191,10 +244,9 @@ def keys_rotate() -> None:
 def keys_list() -> None:
     """List signing keys: kid, current or retired, activated, retired, published until."""
     from agent_broker.clock import rfc3339
-    from agent_broker.db.engine import create_database
     from agent_broker.tokens import registry
 
-    db = create_database(_settings())
+    db = _open_database(_settings())
     try:
         with db.reader() as session:
             rows = registry.all_keys(session)
@@ -210,6 +262,44 @@ def keys_list() -> None:
             f"\tretired={rfc3339(retired) if retired else '-'}"
             f"\tpublished_until={rfc3339(retired + registry.TOKEN_TTL) if retired else '-'}"
         )
+
+
+# Problems printed by `ledger check`; all are counted in its summary.
+LEDGER_CHECK_LISTED = 10_000
+
+
+@ledger_app.command("check")
+def ledger_check() -> None:
+    """Check the ledger now: verify the hash chain, compare it with the stored verdict's
+    high-water mark, and reconcile wallet balances, held amounts and thread holds.
+
+    Prints one line per problem (kind, journal sequence or -, detail naming the wallet,
+    hold or thread by id; at most 10,000), then a one-line summary. The public verdict
+    names them by `ref` and the first 12 hex of the SHA-256 of that id instead.
+    Read-only: it seals nothing and stores no verdict, so GET /v1/ledger/verify keeps
+    serving the one the ledger-seal job stored last.
+
+    Exit status: 0 no problem; 1 a problem was found; 2 configuration error.
+    """
+    from agent_broker.ledger.audit import audit
+
+    db = _open_database(_settings())
+    try:
+        found = audit(db.engine, listed=LEDGER_CHECK_LISTED, reveal_ids=True).found
+    finally:
+        db.dispose()
+    for problem in found.problems:
+        sequence = "-" if problem.sequence is None else problem.sequence
+        typer.echo(f"{problem.kind}\t{sequence}\t{problem.detail}")
+    unlisted = found.problem_count - len(found.problems)
+    if unlisted:
+        typer.echo(f"... {unlisted} more problems not listed")
+    head = "nothing sealed" if found.head is None else f"chain head at row {found.head[0]}"
+    count = found.problem_count
+    status = "broken" if count else "ok"
+    typer.echo(f"ledger {status}: {head}; {count} problem{'' if count == 1 else 's'}")
+    if found.problem_count:
+        raise typer.Exit(1)
 
 
 @app.command("verify-proof")

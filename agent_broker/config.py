@@ -49,9 +49,10 @@ class Settings(BaseSettings):
     metrics_enabled: bool = False
     # Set only for local testing: lets outbound fetches reach private addresses.
     allow_private_fetch: bool = False
-    # Largest request body accepted (413 beyond); well above a 10,000-character listing
-    # body even when every character takes four bytes of UTF-8 and JSON escaping.
-    max_body_bytes: int = Field(default=65536, ge=1024, le=16 * 1024 * 1024)
+    # Largest request body accepted (413 beyond). The worst valid listing, 10,000 body and
+    # 200 title characters outside the BMP each sent as a JSON surrogate-pair escape (12
+    # bytes), is about 123 kB.
+    max_body_bytes: int = Field(default=262144, ge=1024, le=16 * 1024 * 1024)
     # How long a client may take to send its whole body (408 after).
     body_timeout_seconds: float = Field(default=10.0, gt=0, le=300)
 

@@ -15,9 +15,9 @@ from agent_broker.config import Settings
 from agent_broker.db.engine import create_database
 from agent_broker.http.rate_limits import RateLimiter
 from agent_broker.ledger import books
+from agent_broker.ledger.pricing import POSTING_FEE_MICRO
 from agent_broker.ledger.service import credit
 from agent_broker.listings.models import Listing
-from agent_broker.listings.service import POSTING_FEE_MICRO
 
 CATEGORIES = ("data_processing", "translation", "code_generation", "research", "web_scraping")
 BODY = "Reliable service with clear terms. " * 20

@@ -69,6 +69,13 @@ def pg_database() -> Iterator[str]:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
+# User triggers that refuse TRUNCATE (the journal and the chain's tables, migration 0009).
+_TRUNCATE_TRIGGERS = text(
+    "SELECT c.relname, t.tgname FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid "
+    "WHERE NOT t.tgisinternal AND (t.tgtype & 32) <> 0"
+)
+
+
 def _reset_postgres(url: str) -> None:
     engine = create_engine(url)
     with engine.begin() as conn:
@@ -81,8 +88,15 @@ def _reset_postgres(url: str) -> None:
                 )
             )
         ]
+        # Emptying the test database is the one TRUNCATE allowed: the triggers are off
+        # only inside this transaction.
+        guards = conn.execute(_TRUNCATE_TRIGGERS).all()
+        for table, trigger in guards:
+            conn.execute(text(f'ALTER TABLE "{table}" DISABLE TRIGGER "{trigger}"'))
         if tables:
             conn.execute(text(f"TRUNCATE {', '.join(tables)} RESTART IDENTITY CASCADE"))
+        for table, trigger in guards:
+            conn.execute(text(f'ALTER TABLE "{table}" ENABLE TRIGGER "{trigger}"'))
         conn.execute(text("DELETE FROM ledger_accounts WHERE kind = 'wallet'"))
         conn.execute(text("UPDATE ledger_accounts SET total_micro = 0, held_micro = 0"))
     engine.dispose()
@@ -160,7 +174,7 @@ def live_server(app: FastAPI) -> Iterator[str]:
     """The app served by a real uvicorn on a loopback port, for concurrent requests."""
     port = _free_port()
     server = uvicorn.Server(
-        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off")
+        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
     )
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import Annotated
+
 from fastapi import APIRouter, Request, Response
 
 from agent_broker import clock
@@ -10,16 +12,21 @@ from agent_broker.accounts.schemas import (
     ContactRequest,
     RegisterAccountRequest,
     RegisterAccountResponse,
+    RegistrationReplay,
     RouteRequest,
 )
 from agent_broker.db.dispatch import db_bound
 from agent_broker.db.session import ReadSession, WriteSession
-from agent_broker.http.auth import CurrentCaller, ReadCaller
+from agent_broker.http.auth import KEY_OR_SESSION, Caller, authenticated
 from agent_broker.http.client_ip import client_ip
-from agent_broker.http.idempotency import OptionalIdempotency
+from agent_broker.http.idempotency import OptionalIdempotency, answer
 from agent_broker.http.responses import problems
 
 router = APIRouter(prefix="/v1/account", tags=["accounts"])
+
+# The account routes accept an API key or (once built) a dashboard session.
+Reader = Annotated[Caller, authenticated(kinds=KEY_OR_SESSION)]
+Writer = Annotated[Caller, authenticated(kinds=KEY_OR_SESSION, writes=True)]
 
 
 @router.post(
@@ -27,58 +34,49 @@ router = APIRouter(prefix="/v1/account", tags=["accounts"])
     status_code=201,
     response_model=RegisterAccountResponse,
     response_model_exclude_none=True,
-    responses=problems(400, 409, 428, 429),
+    responses={
+        200: {
+            "description": "A replay with the same Idempotency-Key: the account id, no key",
+            "model": RegistrationReplay,
+        },
+        **problems(400, 409, 428, 429),
+    },
 )
 @db_bound
 def register(
     request: Request,
+    response: Response,
     session: WriteSession,
     idempotency: OptionalIdempotency,
     body: RegisterAccountRequest | None = None,
-) -> Response:
-    settings = request.app.state.settings
-
-    def create() -> tuple[int, dict]:
-        made = service.register(
-            session,
-            settings,
-            request.app.state.rate_limiter,
-            accepted_terms=body.accepted_terms if body else None,
-            source=client_ip(request),
-            now=clock.now(),
-        )
-        return 201, {
-            "account_id": made.account_id,
-            "api_key": made.api_key,
-            "existing": False,
-            "account_setup_required": made.setup.as_dict(),
-        }
-
-    return idempotency.run(
+) -> dict:
+    outcome = service.register_once(
         session,
-        "anonymous",
-        create,
-        # The key is shown once: a replay answers with the account id only.
-        stored=lambda body: {"account_id": body["account_id"]},
-        replayed=lambda _status, kept: (200, {"account_id": kept["account_id"], "existing": True}),
+        request.app.state.settings,
+        request.app.state.rate_limiter,
+        idempotency,
+        accepted_terms=body.accepted_terms if body else None,
+        source=client_ip(request),
+        now=clock.now(),
     )
+    return answer(response, outcome)
 
 
 @router.get("", response_model=AccountOut, responses=problems(401, 403))
 @db_bound
-def read_account(caller: ReadCaller, session: ReadSession) -> dict:
+def read_account(caller: Reader, session: ReadSession) -> dict:
     return service.account_view(session, caller.account, now=clock.now())
 
 
 @router.get("/profile", response_model=AccountProfileOut, responses=problems(401, 403))
 @db_bound
-def read_profile(caller: ReadCaller, session: ReadSession) -> dict:
+def read_profile(caller: Reader, session: ReadSession) -> dict:
     return service.profile_view(session, caller.account, now=clock.now())
 
 
 @router.put("/contact", status_code=204, response_class=Response, responses=problems(400, 401, 403))
 @db_bound
-def put_contact(body: ContactRequest, caller: CurrentCaller, session: WriteSession) -> Response:
+def put_contact(body: ContactRequest, caller: Writer, session: WriteSession) -> Response:
     service.set_contact(
         session,
         caller.account,
@@ -92,7 +90,7 @@ def put_contact(body: ContactRequest, caller: CurrentCaller, session: WriteSessi
 @router.put("/route", status_code=204, response_class=Response, responses=problems(400, 401, 403))
 @db_bound
 def put_route(
-    request: Request, body: RouteRequest, caller: CurrentCaller, session: WriteSession
+    request: Request, body: RouteRequest, caller: Writer, session: WriteSession
 ) -> Response:
     service.set_route(
         session,

@@ -1,6 +1,22 @@
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, Field, StrictBool
+
+from agent_broker.http.responses import (
+    Email,
+    Handle,
+    ProtocolBinding,
+    Timestamp,
+    Uri,
+    Uuid,
+    omitted_when_unset,
+)
+
+AccountStatus = Literal["active", "inactive"]
+MissingField = Literal["contact_name", "contact_email", "deal_route"]
+BlockedAction = Literal["open_thread", "receive_thread"]
 
 
 class RegisterAccountRequest(BaseModel):
@@ -10,22 +26,37 @@ class RegisterAccountRequest(BaseModel):
 
 
 class NextStep(BaseModel):
-    action: str = Field(description="set_contact or set_route")
-    method: str
-    path: str
+    action: Literal["set_contact", "set_route"]
+    method: Literal["PUT"]
+    path: Literal["/v1/account/contact", "/v1/account/route"]
 
 
 class SetupRequired(BaseModel):
-    missing: list[str]
-    blocked_actions: list[str]
-    next: list[NextStep]
+    missing: list[MissingField] = Field(description="Empty when the profile is complete")
+    blocked_actions: list[BlockedAction] = Field(description="Empty when the profile is complete")
+    next: list[NextStep] = Field(description="Contact first, then route; empty when complete")
 
 
-class RegisterAccountResponse(BaseModel):
-    account_id: str
-    api_key: str | None = Field(default=None, description="Only on the 201; shown once.")
-    existing: bool
-    account_setup_required: SetupRequired | None = None
+class RegisteredAccount(BaseModel):
+    """201: the account was created; the API key is shown this once."""
+
+    account_id: Uuid
+    api_key: str = Field(description="Shown once; only a keyed hash is stored")
+    existing: Literal[False]
+    account_setup_required: SetupRequired
+
+
+class RegistrationReplay(BaseModel):
+    """200: a replay of a registration with the same Idempotency-Key; never the key."""
+
+    account_id: Uuid
+    existing: Literal[True]
+
+
+# SPEC.md 2.9's RegisterAccountResponse: the 201 that created the account, or its 200
+# replay. As a route's response model it renders either; the document declares each
+# shape under its own status (see http/responses.py).
+RegisterAccountResponse = RegisteredAccount | RegistrationReplay
 
 
 class ReputationFacetOut(BaseModel):
@@ -43,34 +74,36 @@ class ReputationOut(BaseModel):
 
 
 class AccountOut(BaseModel):
-    account_id: str
-    handle: str
+    account_id: Uuid
+    handle: Handle
     balance_micro: int
     held_micro: int
-    status: str
+    status: AccountStatus
     key_preview: str
-    created_at: str
+    created_at: Timestamp
     reputation: ReputationOut
 
 
 class ContactOut(BaseModel):
-    contact_name: str | None
-    contact_email: str | None
-    contact_url: str | None
+    contact_name: str
+    contact_email: Email
+    contact_url: Uri | None = omitted_when_unset(description="Omitted when not declared")
 
 
 class AccountProfileOut(BaseModel):
-    account_id: str
-    status: str
+    account_id: Uuid
+    status: AccountStatus
     balance_credits: int
     key_preview: str
-    contact: ContactOut | None
-    deal_route: str | None
-    route_protocol_binding: str | None
-    agent_card_url: str | None
-    missing: list[str]
-    blocked_actions: list[str]
-    next: list[NextStep]
+    contact: ContactOut | None = Field(description="null until a contact is set")
+    deal_route: Uri | None = Field(description="null until a route is set")
+    route_protocol_binding: ProtocolBinding | None = Field(
+        description="Advisory; null when not declared"
+    )
+    agent_card_url: Uri | None = Field(description="Advisory; null when not declared")
+    missing: list[MissingField] = Field(description="Empty when the profile is complete")
+    blocked_actions: list[BlockedAction] = Field(description="Empty when the profile is complete")
+    next: list[NextStep] = Field(description="Contact first, then route; empty when complete")
 
 
 class ContactRequest(BaseModel):
@@ -81,7 +114,7 @@ class ContactRequest(BaseModel):
 
 class RouteRequest(BaseModel):
     deal_route: str = Field(description="Opaque https route base")
-    route_protocol_binding: str | None = Field(
+    route_protocol_binding: ProtocolBinding | None = Field(
         default=None, description="JSONRPC, HTTP+JSON or {bindings_base}/webhook-v1"
     )
     agent_card_url: str | None = None

@@ -15,14 +15,23 @@ from agent_broker.accounts.profile import SetupRequirements, setup_requirements
 from agent_broker.config import Settings
 from agent_broker.domains import service as domains
 from agent_broker.http.rate_limits import RateLimiter
+from agent_broker.idempotency.service import IdempotencyKey, Outcome, run_once
+from agent_broker.ledger import pricing
 from agent_broker.ledger import service as ledger_service
 from agent_broker.problems import InvalidInput, NotFound, TermsRequired
 from agent_broker.reputation import service as reputation
 
-CREDIT_MICRO = 500  # 1 credit = 500 µUSD
 A2A_BINDINGS = ("JSONRPC", "HTTP+JSON")
 
-__all__ = ["register", "account_view", "profile_view", "set_contact", "set_route", "get"]
+__all__ = [
+    "register",
+    "register_once",
+    "account_view",
+    "profile_view",
+    "set_contact",
+    "set_route",
+    "get",
+]
 
 
 @dataclass(frozen=True)
@@ -61,6 +70,48 @@ def register(
     return Registration(account_id=account_id, api_key=api_key, setup=setup_requirements(account))
 
 
+def register_once(
+    session: Session,
+    settings: Settings,
+    limiter: RateLimiter,
+    key: IdempotencyKey | None,
+    *,
+    accepted_terms: bool | None,
+    source: str,
+    now: datetime,
+) -> Outcome:
+    """Registration with its optional Idempotency-Key: 201 with the key once; a replay is
+    200 with the account id only (the key is never kept). Keys are scoped to the source
+    address, so someone else's key sent from elsewhere creates a new account instead of
+    revealing theirs."""
+
+    def create() -> Outcome:
+        made = register(
+            session, settings, limiter, accepted_terms=accepted_terms, source=source, now=now
+        )
+        return Outcome(
+            201,
+            {
+                "account_id": made.account_id,
+                "api_key": made.api_key,
+                "existing": False,
+                "account_setup_required": made.setup.as_dict(),
+            },
+        )
+
+    return run_once(
+        session,
+        f"register:{source}",
+        key,
+        create,
+        now=now,
+        stored=lambda body: {"account_id": body["account_id"]},
+        replayed=lambda kept: Outcome(
+            200, {"account_id": kept.body["account_id"], "existing": True}, replayed=True
+        ),
+    )
+
+
 def get(session: Session, account_id: str) -> Account:
     account = session.get(Account, account_id)
     if account is None:
@@ -91,19 +142,23 @@ def account_view(session: Session, account: Account, *, now: datetime) -> dict:
 
 def profile_view(session: Session, account: Account, *, now: datetime) -> dict:
     wallet = ledger_service.wallet(session, account.id, now=now)
-    has_contact = any((account.contact_name, account.contact_email, account.contact_url))
+    # The contact object is null until a contact is set; inside it, an unset field is
+    # omitted rather than null.
+    contact = {
+        name: value
+        for name, value in (
+            ("contact_name", account.contact_name),
+            ("contact_email", account.contact_email),
+            ("contact_url", account.contact_url),
+        )
+        if value
+    }
     return {
         "account_id": account.id,
         "status": account.status,
-        "balance_credits": wallet.spendable_micro // CREDIT_MICRO,
+        "balance_credits": pricing.whole_credits(wallet.spendable_micro),
         "key_preview": account.key_preview,
-        "contact": {
-            "contact_name": account.contact_name,
-            "contact_email": account.contact_email,
-            "contact_url": account.contact_url,
-        }
-        if has_contact
-        else None,
+        "contact": contact or None,
         "deal_route": account.deal_route,
         "route_protocol_binding": account.route_protocol_binding,
         "agent_card_url": account.agent_card_url,

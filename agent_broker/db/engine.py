@@ -67,6 +67,8 @@ def _configure_sqlite(engine: Engine, busy_timeout_ms: int) -> None:
 
 
 def create_database(settings: Settings) -> Database:
+    # hide_parameters: bound values (API key hashes, contact details, request text) stay out
+    # of database errors, and so out of logs and tracebacks; the SQL itself is still shown.
     url = make_url(settings.database_url)
     if url.get_backend_name() == "sqlite":
         if url.database and url.database != ":memory:":
@@ -79,12 +81,17 @@ def create_database(settings: Settings) -> Database:
             },
             pool_size=settings.db_pool_size,
             max_overflow=20,
+            hide_parameters=True,
         )
         _configure_sqlite(engine, settings.sqlite_busy_timeout_ms)
         reader_bind = engine.execution_options(**{BEGIN_MODE: "DEFERRED"})
     else:
         engine = create_engine(
-            url, pool_size=settings.db_pool_size, max_overflow=20, pool_pre_ping=True
+            url,
+            pool_size=settings.db_pool_size,
+            max_overflow=20,
+            pool_pre_ping=True,
+            hide_parameters=True,
         )
         reader_bind = engine
     # Sessions know whether their blocking work may run on the event loop (see dispatch).

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from alembic import command
 from alembic.config import Config
+
+if TYPE_CHECKING:
+    from agent_broker.db.engine import Database
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 
@@ -31,3 +35,18 @@ def upgrade(database_url: str, revision: str = "head") -> None:
             command.upgrade(cfg, revision)
     finally:
         db.dispose()
+
+
+def is_migrated(db: Database) -> bool:
+    """Whether the database carries exactly this release's head revisions. False for an
+    empty database, one migrated only part of the way, or one a newer release migrated."""
+    from alembic.runtime.migration import MigrationContext
+    from alembic.script import ScriptDirectory
+
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS))
+    heads = set(ScriptDirectory.from_config(cfg).get_heads())
+    # A reader session: on SQLite it begins DEFERRED and takes no write lock.
+    with db.reader() as session:
+        current = set(MigrationContext.configure(session.connection()).get_current_heads())
+    return current == heads

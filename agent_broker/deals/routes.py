@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import Annotated
+
 from fastapi import APIRouter, Request, Response
 
 from agent_broker import clock
@@ -7,10 +9,13 @@ from agent_broker.db.dispatch import db_bound
 from agent_broker.db.session import ReadSession, WriteSession
 from agent_broker.deals import feedback, service
 from agent_broker.deals.schemas import DealPackage, RatingRequest
-from agent_broker.http.auth import CurrentCaller, ReadCaller
+from agent_broker.http.auth import Caller, authenticated
 from agent_broker.http.responses import problems
 
 router = APIRouter(prefix="/v1", tags=["deals"])
+
+Party = Annotated[Caller, authenticated(metered=True, writes=True)]
+MeteredReader = Annotated[Caller, authenticated(metered=True)]
 
 
 @router.get(
@@ -20,7 +25,7 @@ router = APIRouter(prefix="/v1", tags=["deals"])
     responses=problems(401, 403, 404, 410),
 )
 @db_bound
-def read_deal(request: Request, deal_id: str, caller: ReadCaller, session: ReadSession) -> dict:
+def read_deal(request: Request, deal_id: str, caller: MeteredReader, session: ReadSession) -> dict:
     return service.read(
         session, caller.account_id, deal_id, signer=request.app.state.signer, now=clock.now()
     )
@@ -33,9 +38,7 @@ def read_deal(request: Request, deal_id: str, caller: ReadCaller, session: ReadS
     responses=problems(400, 401, 403, 404, 409, 410),
 )
 @db_bound
-def rate_deal(
-    deal_id: str, body: RatingRequest, caller: CurrentCaller, session: WriteSession
-) -> Response:
+def rate_deal(deal_id: str, body: RatingRequest, caller: Party, session: WriteSession) -> Response:
     feedback.rate(
         session,
         caller.account_id,
@@ -54,6 +57,6 @@ def rate_deal(
     responses=problems(401, 403, 404, 409, 410),
 )
 @db_bound
-def dispute_deal(deal_id: str, caller: CurrentCaller, session: WriteSession) -> Response:
+def dispute_deal(deal_id: str, caller: Party, session: WriteSession) -> Response:
     feedback.dispute(session, caller.account_id, deal_id, now=clock.now())
     return Response(status_code=201)

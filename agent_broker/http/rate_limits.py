@@ -1,28 +1,60 @@
 """Rate limits on the `limits` library: in memory by default, shared through Redis when
-BROKER_REDIS_URL is set so several workers count together."""
+BROKER_REDIS_URL is set so several workers count together.
+
+When the shared store cannot be reached the checks fail open: the request goes through and
+the fault is logged. Every store call is bounded (connect and reply timeouts, one retry),
+and after a failure the store is left alone for STORE_BACKOFF_SECONDS, so a Redis that is
+down or silent costs one bounded delay per interval and worker, never a hung request."""
 
 from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import structlog
 from limits import RateLimitItem, parse
 from limits.storage import storage_from_string
 from limits.strategies import MovingWindowRateLimiter
+from redis.backoff import NoBackoff
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.retry import Retry
 
 from agent_broker.config import Settings
 from agent_broker.problems import RateLimited
 
 log = structlog.get_logger("agent_broker.rate_limits")
+T = TypeVar("T")
+
+# redis-py waits forever for a reply by default and retries ten times.
+REDIS_CONNECT_TIMEOUT_SECONDS = 2.0
+REDIS_SOCKET_TIMEOUT_SECONDS = 2.0
+# One immediate retry after a connection error (a pooled connection the server closed);
+# none after a timeout, which would only double the wait.
+REDIS_RETRIES = 1
+STORE_BACKOFF_SECONDS = 10.0
+
+
+def storage_options(uri: str) -> dict[str, Any]:
+    """Options `limits` passes on to the redis-py client (values in the URL's query win)."""
+    if not uri.startswith("redis"):
+        return {}
+    return {
+        "socket_connect_timeout": REDIS_CONNECT_TIMEOUT_SECONDS,
+        "socket_timeout": REDIS_SOCKET_TIMEOUT_SECONDS,
+        "retry": Retry(NoBackoff(), REDIS_RETRIES, supported_errors=(RedisConnectionError,)),
+    }
 
 
 class RateLimiter:
     def __init__(self, settings: Settings) -> None:
         uri = settings.redis_url or "memory://"
-        self._storage = storage_from_string(uri)
+        self._storage = storage_from_string(uri, **storage_options(uri))
         self._limiter = MovingWindowRateLimiter(self._storage)
         self._items: dict[str, RateLimitItem] = {}
+        # time.monotonic() before which the store is not called (it failed recently).
+        self._store_down_until = 0.0
 
     def _item(self, limit: str) -> RateLimitItem:
         item = self._items.get(limit)
@@ -30,35 +62,44 @@ class RateLimiter:
             item = self._items[limit] = parse(limit)
         return item
 
+    def _guarded(self, name: str, call: Callable[[], T], fallback: T) -> T:
+        """`call` against the store, or `fallback` (fail open) if the store fails or
+        failed less than STORE_BACKOFF_SECONDS ago."""
+        if time.monotonic() < self._store_down_until:
+            return fallback
+        try:
+            return call()
+        except Exception as exc:  # noqa: BLE001 - any storage failure fails open
+            self._store_down_until = time.monotonic() + STORE_BACKOFF_SECONDS
+            log.warning("rate_limit_store_unavailable", limit=name, error_type=type(exc).__name__)
+            return fallback
+
     def hit(self, name: str, limit: str, *identifiers: str) -> None:
         """Count one event; raise 429 rate_limited with Retry-After when over the limit.
 
         If the shared store is unreachable the request is let through and the fault
         logged: a rate limit is a brake, not a reason to refuse service."""
         item = self._item(limit)
-        try:
+
+        def refusal() -> int | None:
             if self._limiter.hit(item, name, *identifiers):
-                return
+                return None
             stats = self._limiter.get_window_stats(item, name, *identifiers)
-        except Exception as exc:  # noqa: BLE001 - any storage failure fails open
-            log.warning("rate_limit_store_unavailable", limit=name, error_type=type(exc).__name__)
-            return
-        raise RateLimited(math.ceil(max(1.0, stats.reset_time - time.time())))
+            return math.ceil(max(1.0, stats.reset_time - time.time()))
+
+        retry_after = self._guarded(name, refusal, None)
+        if retry_after is not None:
+            raise RateLimited(retry_after)
 
     def exhausted(self, name: str, limit: str, *identifiers: str) -> bool:
         """Whether the budget is spent, without counting anything (fails open)."""
-        try:
-            return not self._limiter.test(self._item(limit), name, *identifiers)
-        except Exception as exc:  # noqa: BLE001
-            log.warning("rate_limit_store_unavailable", limit=name, error_type=type(exc).__name__)
-            return False
+        item = self._item(limit)
+        return self._guarded(name, lambda: not self._limiter.test(item, name, *identifiers), False)
 
     def record(self, name: str, limit: str, *identifiers: str) -> None:
         """Count one event without refusing anything (fails open)."""
-        try:
-            self._limiter.hit(self._item(limit), name, *identifiers)
-        except Exception as exc:  # noqa: BLE001
-            log.warning("rate_limit_store_unavailable", limit=name, error_type=type(exc).__name__)
+        item = self._item(limit)
+        self._guarded(name, lambda: self._limiter.hit(item, name, *identifiers), False)
 
     def reset(self) -> None:
         self._storage.reset()

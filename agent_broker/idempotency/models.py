@@ -18,7 +18,7 @@ class IdempotencyRecord(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     scope: Mapped[str] = mapped_column(String(64))
     route: Mapped[str] = mapped_column(String(200))
-    key: Mapped[str] = mapped_column(String(36))
+    key: Mapped[str] = mapped_column(String(255))
     request_hash: Mapped[str] = mapped_column(String(64))
     response_status: Mapped[int] = mapped_column(Integer)
     response_body: Mapped[str] = mapped_column(Text)

@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 
 from agent_broker.config import Settings
 from agent_broker.deals.service import purge_due
-from agent_broker.http.idempotency import purge_expired
+from agent_broker.idempotency.service import purge_expired
 from agent_broker.ledger import sealer
 from agent_broker.ledger.service import settle_lapsed_holds
 from agent_broker.listings.service import expire_due
@@ -44,7 +44,8 @@ def _purge_deals(session: Session, settings: Settings, now: datetime) -> str:
 
 
 def _expire_idempotency_keys(session: Session, settings: Settings, now: datetime) -> str:
-    return f"forgot {purge_expired(session, settings.idempotency_retention_hours)} idempotency keys"
+    forgotten = purge_expired(session, settings.idempotency_retention_hours, now=now)
+    return f"forgot {forgotten} idempotency keys"
 
 
 def _ledger_seal(session: Session, settings: Settings, now: datetime) -> str:

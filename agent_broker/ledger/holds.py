@@ -13,9 +13,10 @@ from sqlalchemy.orm import Session
 
 from agent_broker.ledger.books import FEES, wallet_code
 from agent_broker.ledger.errors import HoldNotCapturable, InsufficientFunds
+from agent_broker.ledger.events import fee_captured
 from agent_broker.ledger.journal import post_entry
+from agent_broker.ledger.locks import lock_wallet_code
 from agent_broker.ledger.models import Hold, LedgerAccount
-from agent_broker.meta.metrics import fee_captured
 
 _holds = Hold.__table__
 _wallets = LedgerAccount.__table__
@@ -62,6 +63,11 @@ def _settle(
     """Move an active hold to `status` and give its amount back to spendable. Returns the
     hold when this call settled it, None when it was already settled (or had lapsed and
     `live_only` asks for a hold that has not)."""
+    code = session.execute(select(_holds.c.wallet_code).where(_holds.c.id == hold_id)).scalar()
+    if code is None:
+        return None
+    # The wallet before its hold: the lock order every money path follows (ledger.locks).
+    lock_wallet_code(session, code)
     stmt = (
         update(_holds)
         .where(_holds.c.id == hold_id, _holds.c.status == "active")
@@ -113,7 +119,9 @@ def settle_lapsed_holds(
     if account_id is not None:
         query = query.where(_holds.c.wallet_code == wallet_code(account_id))
     settled = 0
-    for hold_id in session.execute(query.order_by(_holds.c.expires_at).limit(limit)).scalars():
+    # Wallet by wallet in code order, the order finalize locks them in (ledger.locks).
+    ordered = query.order_by(_holds.c.wallet_code, _holds.c.expires_at).limit(limit)
+    for hold_id in session.execute(ordered).scalars():
         if _settle(session, hold_id, "lapsed", now, live_only=False) is not None:
             settled += 1
     return settled

@@ -6,9 +6,13 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agent_broker.http.responses import Timestamp
+
 
 class ChainHead(BaseModel):
-    hash: str = Field(description="SHA-256 of the last sealed link, 64 hex characters")
+    hash: str = Field(
+        pattern="^[0-9a-f]{64}$", description="SHA-256 of the last sealed link, 64 hex characters"
+    )
     sequence: int = Field(ge=1, description="journal sequence of the last sealed row")
     hash_algorithm: Literal["sha256"]
 
@@ -19,16 +23,21 @@ class SealedRange(BaseModel):
     from_: int | None = Field(
         alias="from", description="first sealed sequence, inclusive; null = start of journal"
     )
-    through: int | None = Field(
-        description="end of the sealed range, exclusive; null while nothing is sealed"
+    through: int = Field(
+        description="end of the sealed range, exclusive (the verdict is served only once "
+        "something is sealed)"
     )
 
 
 class LedgerProblem(BaseModel):
-    sequence: int | None = Field(description="the journal row (or checkpoint) concerned")
+    sequence: int | None = Field(
+        description="the journal row (or checkpoint) concerned; null when the problem is not "
+        "tied to a journal row (balances, holds, threads)"
+    )
     kind: str = Field(
         description="row_altered, row_missing, row_unsealed, seal_missing, chain_link_broken, "
-        "checkpoint_mismatch, checkpoint_missing or seal_outside_range"
+        "checkpoint_mismatch, checkpoint_missing, seal_outside_range, chain_regressed, "
+        "verdict_unreadable, balance_mismatch, hold_mismatch or thread_hold_mismatch"
     )
     detail: str
 
@@ -38,8 +47,7 @@ class LedgerVerdict(BaseModel):
         description="broken means a problem was found, listed in problems"
     )
     scope: str = Field(description="what the verdict attests and what it does not")
-    computed_at: str | None = Field(
-        json_schema_extra={"format": "date-time"},
+    computed_at: Timestamp | None = Field(
         description="when the sealer computed the verdict; null if the stored time is unreadable",
     )
     stale: bool = Field(

@@ -1,6 +1,6 @@
 """The ledger sealer: extends the hash chain over committed journal rows, re-verifies the
-whole sealed range against its seals and checkpoints, and stores the verdict that
-GET /v1/ledger/verify serves.
+whole sealed range against its seals and checkpoints, reconciles balances and holds, and
+stores the verdict that GET /v1/ledger/verify serves.
 
 The ordinary write path never waits for it. Journal rows get their sequence from the
 database as usual; the sealer works behind them, in short transactions of its own:
@@ -36,6 +36,7 @@ from sqlalchemy.orm import Session
 
 from agent_broker import clock
 from agent_broker.ledger import verdict
+from agent_broker.ledger.audit import audit
 from agent_broker.ledger.chain import GENESIS_HASH, GENESIS_SEQUENCE, SealedEntry, link_hash
 from agent_broker.ledger.chain_rows import entries_after, reader, writer
 from agent_broker.ledger.models import ChainCheckpoint, ChainSeal
@@ -72,14 +73,17 @@ class SealerRun:
 
 
 def run(engine: Engine, *, now: datetime, margin: timedelta = SAFETY_MARGIN) -> SealerRun:
-    """One sealer run: seal, re-verify, store the verdict (refreshed even if nothing new)."""
+    """One sealer run: seal, re-verify and reconcile (agent_broker.ledger.audit), store the
+    verdict with the chain's new high-water mark (refreshed even if nothing new)."""
     sealed = seal(engine, now=now, margin=margin)
-    found = verify(engine)
+    audited = audit(engine)
+    found = audited.found
     document = verdict.encode(
         computed_at=clock.now(),
         head=found.head,
         problems=found.problems,
         problem_count=found.problem_count,
+        mark=audited.mark,
     )
     with writer(engine) as session:
         verdict.store(session, document)

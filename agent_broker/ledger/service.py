@@ -9,10 +9,11 @@ from sqlalchemy import bindparam, func, select
 from sqlalchemy.orm import Session
 
 from agent_broker.ledger import books
+from agent_broker.ledger.events import fee_captured
 from agent_broker.ledger.holds import capture_hold, release_hold, settle_lapsed_holds, take_hold
 from agent_broker.ledger.journal import post_entry
+from agent_broker.ledger.locks import lock_wallets
 from agent_broker.ledger.models import Hold, LedgerAccount
-from agent_broker.meta.metrics import fee_captured
 
 __all__ = [
     "WalletView",
@@ -24,6 +25,7 @@ __all__ = [
     "release_hold",
     "capture_hold",
     "settle_lapsed_holds",
+    "lock_wallets",
     "is_funded",
     "funded_accounts",
 ]

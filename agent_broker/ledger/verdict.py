@@ -2,7 +2,10 @@
 
 GET /v1/ledger/verify checks nothing itself (SPEC.md 4.10): it serves the last document
 the sealer stored, adding only `scope` and `stale`. A document that cannot be read or is
-in no recognised state is never repaired or guessed at; it is served as `unavailable`."""
+in no recognised state is never repaired or guessed at; it is served as `unavailable`.
+
+The document also keeps the chain's high-water mark (never served): the latest checkpoint
+an earlier run saw, which the next run must still find (agent_broker.ledger.regression)."""
 
 from __future__ import annotations
 
@@ -34,7 +37,9 @@ SCOPE = (
     "sealed.from, and any change made to a row before it was sealed); protection against "
     "the operator, who runs the database, the sealer and this verdict; completeness of "
     "every money movement: the hold taken at negotiation open and its release are not "
-    "journalled."
+    "journalled. Also checked, as of each run: every wallet's balance equals the sum of its "
+    "journal postings, its held amount the sum of its active holds, and the negotiation "
+    "threads' holds agree with the threads' states."
 )
 
 _HEX64 = re.compile(r"[0-9a-f]{64}")
@@ -61,6 +66,13 @@ class _StoredRange(_Strict):
     through: int = Field(ge=2)
 
 
+class _StoredMark(_Strict):
+    sequence: int = Field(ge=1)
+    hash: str = Field(pattern=_HEX64.pattern)
+    # RFC 3339 with microseconds; null when taken over from a verdict stored before marks.
+    sealed_at: str | None
+
+
 class _StoredDocument(_Strict):
     status: Literal["ok", "broken"]
     # Kept as text and parsed when served: an unreadable time makes the verdict stale,
@@ -70,6 +82,23 @@ class _StoredDocument(_Strict):
     sealed: _StoredRange | None
     problems: list[StoredProblem] = Field(max_length=MAX_LISTED_PROBLEMS)
     problem_count: int = Field(ge=0)
+    # Absent from verdicts stored before marks were kept.
+    mark: _StoredMark | None = None
+
+
+@dataclass(frozen=True)
+class Mark:
+    """The chain's high-water mark: a checkpoint (sequence, hash, sealed_at) that every
+    later run must still find. sealed_at is None for a mark taken over from the head of a
+    verdict stored before marks were kept."""
+
+    sequence: int
+    hash: str
+    sealed_at: datetime | None
+
+
+class VerdictUnreadable(Exception):
+    """A verdict is stored but in no recognised state, so its mark is unknown."""
 
 
 @dataclass(frozen=True)
@@ -161,6 +190,32 @@ def serve(session: Session, *, now: datetime) -> Served:
     )
 
 
+def recorded_mark(session: Session) -> Mark | None:
+    """The mark the stored verdict keeps: None before the first verdict or while nothing
+    was ever sealed; raises VerdictUnreadable when the stored document cannot be read."""
+    text = _read_document(session)
+    if text is None:
+        return None
+    doc = _decode(text)
+    if doc is None:
+        raise VerdictUnreadable()
+    if doc.mark is not None:
+        sealed_at = None
+        if doc.mark.sealed_at is not None:
+            sealed_at = _parse_time(doc.mark.sealed_at)
+            if sealed_at is None:
+                raise VerdictUnreadable()
+        return Mark(doc.mark.sequence, doc.mark.hash, sealed_at)
+    if doc.head is not None:
+        # Stored before marks were kept: its head was the latest checkpoint then.
+        return Mark(doc.head.sequence, doc.head.hash, None)
+    return None
+
+
+def _timestamp(moment: datetime) -> str:
+    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
 def latest_verdict_status(session: Session) -> str | None:
     """The status GET /v1/ledger/verify would serve now: "ok", "broken", or "unavailable"
     (stored but unreadable, or nothing sealed); None before the first verdict. For
@@ -177,16 +232,24 @@ def encode(
     head: tuple[int, str] | None,
     problems: list[StoredProblem],
     problem_count: int,
+    mark: Mark | None = None,
 ) -> str:
     document = {
         "status": "broken" if problem_count else "ok",
         # Full precision here; served with whole seconds like every other time.
-        "computed_at": computed_at.astimezone(UTC).isoformat().replace("+00:00", "Z"),
+        "computed_at": _timestamp(computed_at),
         "head": None if head is None else {"sequence": head[0], "hash": head[1]},
         # The chain starts at the journal's first row, so `from` is always the start.
         "sealed": None if head is None else {"from": None, "through": head[0] + 1},
         "problems": [p.model_dump() for p in problems[:MAX_LISTED_PROBLEMS]],
         "problem_count": problem_count,
+        "mark": None
+        if mark is None
+        else {
+            "sequence": mark.sequence,
+            "hash": mark.hash,
+            "sealed_at": None if mark.sealed_at is None else _timestamp(mark.sealed_at),
+        },
     }
     return json.dumps(document, sort_keys=True, separators=(",", ":"))
 

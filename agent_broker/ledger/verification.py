@@ -3,6 +3,7 @@ are now, every checkpoint checked against the chain. Reads one snapshot; writes 
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 
 from sqlalchemy import Engine, func, or_, select
@@ -21,22 +22,39 @@ class Verification:
     head: tuple[int, str] | None = None  # (sequence, hash) of the sealed range's last row
     problems: list[StoredProblem] = field(default_factory=list)  # the first few
     problem_count: int = 0
+    listed: int = MAX_LISTED_PROBLEMS  # how many problems are kept; all are counted
+    # Whether details may name account, hold and thread ids. The public verdict may not
+    # (an account id is private, and so are a thread's parties); the operator's command
+    # may. Unrevealed, an id is named by a short digest the operator can match.
+    reveal_ids: bool = False
+
+    def name(self, identifier: str) -> str:
+        if self.reveal_ids:
+            return identifier
+        return "ref " + hashlib.sha256(identifier.encode()).hexdigest()[:12]
 
     def add(self, sequence: int | None, kind: str, detail: str) -> None:
         self.problem_count += 1
-        if len(self.problems) < MAX_LISTED_PROBLEMS:
+        if len(self.problems) < self.listed:
             self.problems.append(StoredProblem(sequence=sequence, kind=kind, detail=detail))
+
+    @property
+    def room(self) -> int:
+        """How many more problems would still be listed."""
+        return max(0, self.listed - len(self.problems))
 
 
 def verify(engine: Engine) -> Verification:
     """Recompute every link of the sealed range from the journal rows as they are now,
     and check each checkpoint against the chain. Reads one snapshot; writes nothing."""
     with snapshot(engine) as session:
-        return _verify(session)
+        found = Verification()
+        verify_chain(session, found)
+        return found
 
 
-def _verify(session: Session) -> Verification:
-    found = Verification()
+def verify_chain(session: Session, found: Verification) -> None:
+    """The chain checks of verify(), in the caller's snapshot, added to `found`."""
     latest = session.execute(
         select(ChainCheckpoint.sequence, ChainCheckpoint.hash)
         .order_by(ChainCheckpoint.sequence.desc())
@@ -50,7 +68,7 @@ def _verify(session: Session) -> Verification:
             select(ChainSeal.sequence, ChainSeal.hash).order_by(ChainSeal.sequence.desc()).limit(1)
         ).first()
         if last_seal is None:
-            return found  # nothing sealed
+            return  # nothing sealed
         # Seals without any checkpoint: the checkpoints were removed. Verify what is there.
         head_sequence = last_seal[0]
         found.head = (head_sequence, last_seal[1])
@@ -126,7 +144,7 @@ def _verify(session: Session) -> Verification:
         select(ChainSeal.sequence)
         .where(ChainSeal.sequence > head_sequence)
         .order_by(ChainSeal.sequence)
-        .limit(MAX_LISTED_PROBLEMS)
+        .limit(found.room)
     ).all()
     beyond_count = session.scalar(
         select(func.count()).select_from(ChainSeal).where(ChainSeal.sequence > head_sequence)
@@ -139,7 +157,6 @@ def _verify(session: Session) -> Verification:
         )
     # Counted, not listed, past the cap.
     found.problem_count += max(0, int(beyond_count or 0) - len(beyond))
-    return found
 
 
 def _report_lost_seal(session: Session, found: Verification, lost: int, linker: int) -> None:

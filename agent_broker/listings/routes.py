@@ -7,14 +7,20 @@ from fastapi import APIRouter, Query, Request, Response
 from agent_broker import clock
 from agent_broker.db.dispatch import db_bound
 from agent_broker.db.session import ReadSession, WriteSession
-from agent_broker.http.auth import CurrentCaller, ReadCaller
-from agent_broker.http.idempotency import RequiredIdempotency
+from agent_broker.http.auth import Caller, authenticated
+from agent_broker.http.idempotency import RequiredIdempotency, answer
 from agent_broker.http.responses import problems
+from agent_broker.http.screening import Screens
 from agent_broker.listings import service
 from agent_broker.listings.schemas import FeedPage, ListingOut, PostListingRequest
-from agent_broker.scanning.brake import CallerScreen
 
 router = APIRouter(prefix="/v1", tags=["listings"])
+
+Poster = Annotated[Caller, authenticated(metered=True, writes=True)]
+MeteredReader = Annotated[Caller, authenticated(metered=True)]
+Reader = Annotated[Caller, authenticated()]
+PageSize = Annotated[int, Query(ge=1, le=100)]
+Cursor = Annotated[str | None, Query(max_length=512)]
 
 
 @router.post(
@@ -27,26 +33,23 @@ router = APIRouter(prefix="/v1", tags=["listings"])
 @db_bound
 def post_listing(
     request: Request,
+    response: Response,
     body: PostListingRequest,
-    caller: CurrentCaller,
+    caller: Poster,
     session: WriteSession,
     idempotency: RequiredIdempotency,
-    screen: CallerScreen,
-) -> Response:
-    state = request.app.state
-
-    def create() -> tuple[int, dict]:
-        listing = service.post(
-            session,
-            caller.account_id,
-            body,
-            screen=screen,
-            ttl=state.settings.listing_ttl,
-            now=clock.now(),
-        )
-        return 201, listing
-
-    return idempotency.run(session, caller.account_id, create)
+    screens: Screens,
+) -> dict:
+    outcome = service.post_once(
+        session,
+        caller.account_id,
+        body,
+        idempotency,
+        screen=screens.for_caller(caller),
+        ttl=request.app.state.settings.listing_ttl,
+        now=clock.now(),
+    )
+    return answer(response, outcome)
 
 
 @router.get(
@@ -57,10 +60,10 @@ def post_listing(
 )
 @db_bound
 def read_feed(
-    caller: ReadCaller,
+    caller: MeteredReader,
     session: ReadSession,
-    limit: Annotated[int, Query(ge=1, le=100)] = service.DEFAULT_FEED_LIMIT,
-    cursor: Annotated[str | None, Query(max_length=512)] = None,
+    limit: PageSize = service.DEFAULT_FEED_LIMIT,
+    cursor: Cursor = None,
     category: Annotated[str | None, Query(max_length=100)] = None,
     listing_type: Annotated[Literal["buy", "sell"] | None, Query(alias="type")] = None,
 ) -> dict:
@@ -71,11 +74,28 @@ def read_feed(
 
 
 @router.get(
+    "/listings/mine",
+    response_model=FeedPage,
+    response_model_exclude_none=True,
+    responses=problems(400, 401, 403),
+)
+@db_bound
+def my_listings(
+    caller: Reader,
+    session: ReadSession,
+    limit: PageSize = service.DEFAULT_FEED_LIMIT,
+    cursor: Cursor = None,
+) -> dict:
+    """The caller's own listings, newest first, whatever their status, bodies included."""
+    return service.mine(session, caller.account_id, limit=limit, after=cursor, now=clock.now())
+
+
+@router.get(
     "/listings/{listing_id}",
     response_model=ListingOut,
     response_model_exclude_none=True,
     responses=problems(401, 403, 404),
 )
 @db_bound
-def read_listing(listing_id: str, caller: ReadCaller, session: ReadSession) -> dict:
+def read_listing(listing_id: str, caller: MeteredReader, session: ReadSession) -> dict:
     return service.read(session, listing_id, now=clock.now())

@@ -4,7 +4,12 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, StrictInt
 
+from agent_broker.http.responses import Handle, Timestamp, Uuid, omitted_when_unset
+from agent_broker.listings.categories import CATEGORIES
+
 MAX_PRICE_MICRO = 10**14  # $100,000,000: beyond any real listing, well inside 64 bits
+
+Category = Literal[CATEGORIES]  # the 21 canonical values
 
 
 class PostListingRequest(BaseModel):
@@ -21,26 +26,38 @@ class PostListingRequest(BaseModel):
 
 
 class ListingOut(BaseModel):
-    id: str
-    poster_id: str
+    id: Uuid
+    poster_id: Handle
     status: Literal["live", "matched", "expired", "cancelled"]
-    created_at: str
+    created_at: Timestamp
     title: str
-    category: str
+    category: Category = Field(description="Always canonical; a zero-price listing is free")
     listing_type: Literal["buy", "sell"]
     price_micro: int
-    price_usd: str
-    body: str | None = None
-    delivery_deadline_days: int | None = None
-    expires_at: int | None = None
-    seller_avg_rating: float | None = None
-    seller_finalized_count: int | None = None
-    seller_rating_count: int | None = None
-    seller_funded: bool | None = None
-    seller_warm_start: bool | None = None
-    seller_certified: bool | None = None
+    price_usd: str = Field(description="Display only: price_micro in dollars, two decimals")
+    body: str | None = omitted_when_unset(
+        description="Present on the post response and GET /v1/listings/{id}; never in the feed"
+    )
+    delivery_deadline_days: int | None = omitted_when_unset(
+        description="Whole days from seal; omitted when unspecified"
+    )
+    expires_at: int | None = omitted_when_unset(
+        description="Unix timestamp (integer seconds); omitted once the listing is not live"
+    )
+    seller_avg_rating: float | None = omitted_when_unset(
+        description="1-5; omitted on the post response"
+    )
+    seller_finalized_count: int | None = omitted_when_unset()
+    seller_rating_count: int | None = omitted_when_unset()
+    seller_funded: bool | None = omitted_when_unset(
+        description="Omitted when the seller account could not be read"
+    )
+    seller_warm_start: bool | None = omitted_when_unset(
+        description="Omitted when the seller account could not be read"
+    )
+    seller_certified: bool | None = omitted_when_unset()
 
 
 class FeedPage(BaseModel):
     listings: list[ListingOut]
-    next_cursor: str | None = None
+    next_cursor: str | None = omitted_when_unset(description="Opaque; omitted on the last page")

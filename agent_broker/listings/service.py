@@ -12,8 +12,10 @@ from sqlalchemy.orm import Session
 
 from agent_broker.accounts import service as accounts
 from agent_broker.db.base import UTCDateTime
+from agent_broker.idempotency.service import IdempotencyKey, Outcome, run_once
 from agent_broker.ledger import books
 from agent_broker.ledger import service as ledger
+from agent_broker.ledger.pricing import POSTING_FEE_MICRO
 from agent_broker.listings import categories, cursor
 from agent_broker.listings.models import Listing
 from agent_broker.listings.schemas import PostListingRequest
@@ -28,7 +30,6 @@ from agent_broker.problems import InvalidInput, NotFound, Problem, Reason
 from agent_broker.reputation import service as reputation
 from agent_broker.scanning.brake import Screen
 
-POSTING_FEE_MICRO = 100_000  # 200 credits
 UNFUNDED_LISTING_CAP = 3  # lifetime, until the account is funded with real money
 DEFAULT_FEED_LIMIT = 20
 
@@ -39,6 +40,11 @@ class ListingCapReached(Problem):
         f"An account not yet funded with real money may post {UNFUNDED_LISTING_CAP} listings in "
         "its lifetime; add credits to lift the cap. Nothing was charged."
     )
+
+
+class ListingConflict(Problem):
+    status, reason = 409, Reason.listing_conflict
+    default_detail = "The listing changed while this request ran; read it again and retry."
 
 
 @dataclass(frozen=True)
@@ -109,6 +115,23 @@ def post(
     return listing_view(listing, now=now, standing=standing, with_body=True, with_avg_rating=False)
 
 
+def post_once(
+    session: Session,
+    account_id: str,
+    request: PostListingRequest,
+    key: IdempotencyKey,
+    *,
+    screen: Screen,
+    ttl: timedelta,
+    now: datetime,
+) -> Outcome:
+    def create() -> Outcome:
+        listing = post(session, account_id, request, screen=screen, ttl=ttl, now=now)
+        return Outcome(201, listing)
+
+    return run_once(session, account_id, key, create, now=now)
+
+
 def _posted(session: Session, account_id: str) -> int:
     return (
         session.scalar(
@@ -125,17 +148,29 @@ def get(session: Session, listing_id: str) -> Listing:
     return listing
 
 
+def lock(session: Session, listing_id: str) -> Listing:
+    """The listing, re-read and row-locked until the transaction ends: what serialises
+    opening threads and sealing deals on one listing (the first lock either takes)."""
+    listing = session.get(Listing, listing_id, with_for_update=True, populate_existing=True)
+    if listing is None:
+        raise NotFound("No such listing.")
+    return listing
+
+
 def is_live(listing: Listing, now: datetime) -> bool:
     return effective_status(listing, now) == "live"
 
 
 def mark_matched(session: Session, listing_id: str) -> None:
-    """A deal sealed on the listing: it leaves the feed for good."""
-    session.execute(
+    """A deal sealed on the listing: it leaves the feed for good. The caller holds the
+    listing's lock and saw it live, so anything but one row moved is a conflict."""
+    moved = session.execute(
         update(Listing)
         .where(Listing.id == listing_id, Listing.status == "live")
         .values(status="matched")
-    )
+    ).rowcount
+    if moved != 1:
+        raise ListingConflict()
 
 
 def read(session: Session, listing_id: str, *, now: datetime) -> dict:
@@ -187,18 +222,46 @@ def feed(session: Session, query: FeedQuery, *, now: datetime) -> dict:
         query.category is not None, query.listing_type is not None, bool(query.cursor)
     )
     rows = session.execute(stmt, params).all()
-    page, more = rows[: query.limit], len(rows) > query.limit
+    return _page(session, rows, query.limit, with_body=False, now=now)
+
+
+def _page(session: Session, rows: list, limit: int, *, with_body: bool, now: datetime) -> dict:
+    """A page of listings from up to limit + 1 rows; the extra row only says there is more."""
+    page = rows[:limit]
     standings = _standings(session, page)
     result: dict = {
         "listings": [
-            listing_view(row, now=now, standing=standings.get(row.id), with_body=False)
+            listing_view(row, now=now, standing=standings.get(row.id), with_body=with_body)
             for row in page
         ]
     }
-    if more:
-        last = page[-1]
-        result["next_cursor"] = cursor.encode(last.created_at, last.id)
+    if len(rows) > limit:
+        result["next_cursor"] = cursor.encode(page[-1].created_at, page[-1].id)
     return result
+
+
+_MINE = (
+    select(Listing.__table__)
+    .where(Listing.__table__.c.poster_id == bindparam("poster_id"))
+    .order_by(Listing.__table__.c.created_at.desc(), Listing.__table__.c.id.desc())
+    .limit(bindparam("page_rows"))
+)
+_MINE_AFTER = _MINE.where(
+    tuple_(Listing.__table__.c.created_at, Listing.__table__.c.id)
+    < tuple_(bindparam("after_created", type_=UTCDateTime()), bindparam("after_id"))
+)
+
+
+def mine(
+    session: Session, account_id: str, *, limit: int, after: str | None, now: datetime
+) -> dict:
+    """The caller's own listings, newest first, whatever their status, with their bodies:
+    a page shaped like the feed's."""
+    params: dict = {"poster_id": account_id, "page_rows": limit + 1}
+    if after:
+        params["after_created"], params["after_id"] = cursor.decode(after)
+    rows = session.execute(_MINE_AFTER if after else _MINE, params).all()
+    return _page(session, rows, limit, with_body=True, now=now)
 
 
 def _standings(session: Session, listings: Iterable[ListingLike]) -> dict[str, PosterStanding]:

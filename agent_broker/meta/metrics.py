@@ -17,7 +17,7 @@ Series:
   the database when scraped, through the verdict source the app passes in.
 - broker_fees_captured_micro_usd_total{kind}: micro-USD paid into the fee book, by journal
   entry kind (listing_fee, deal_fee). Counted when the transaction that journalled the
-  fee commits: see fee_captured()."""
+  fee commits: the ledger publishes fees then (agent_broker.ledger.events)."""
 
 from __future__ import annotations
 
@@ -28,10 +28,10 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, H
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.exposition import generate_latest
 from prometheus_client.registry import Collector
-from sqlalchemy import event
-from sqlalchemy.orm import Session, SessionTransaction, sessionmaker
+from sqlalchemy.orm import Session, sessionmaker
 
 from agent_broker.db.engine import Database
+from agent_broker.ledger.events import on_fees_committed
 
 VERDICT_STATES = ("ok", "broken", "unavailable")
 # Reads the status of the stored ledger verdict in the given session ("ok", "broken",
@@ -114,51 +114,13 @@ class Metrics:
     def count_fees_on_commit(self, factory: sessionmaker[Session]) -> None:
         """Count the fees journalled by sessions of `factory` when they commit."""
 
-        def _after_commit(session: Session) -> None:
-            if session.get_nested_transaction() is not None:
-                return  # a savepoint released: the outer transaction may still roll back
-            for _tag, kind, amount in session.info.pop(_PENDING, ()):
-                self.fees_captured.labels(kind).inc(amount)
+        def _count(kind: str, amount_micro: int) -> None:
+            self.fees_captured.labels(kind).inc(amount_micro)
 
-        event.listen(factory, "after_commit", _after_commit)
+        on_fees_committed(factory, _count)
 
     def render(self) -> bytes:
         return generate_latest(self.registry)
-
-
-# Fees journalled in a session and not yet committed: (transaction, kind, micro-USD).
-_PENDING = "agent_broker.metrics.pending_fees"
-
-
-def fee_captured(session: Session, *, kind: str, amount_micro: int) -> None:
-    """Note a fee journalled in this session's current transaction. It is counted only if
-    that transaction commits (Metrics.count_fees_on_commit); a rollback of it, or of a
-    savepoint it was written in, forgets it."""
-    tag = session.get_nested_transaction() or session.get_transaction()
-    session.info.setdefault(_PENDING, []).append((tag, kind, amount_micro))
-
-
-def _within(tag: SessionTransaction | None, ended: SessionTransaction) -> bool:
-    while tag is not None:
-        if tag is ended:
-            return True
-        tag = tag.parent
-    return False
-
-
-@event.listens_for(Session, "after_soft_rollback")
-def _forget_rolled_back(session: Session, previous: SessionTransaction) -> None:
-    pending = session.info.get(_PENDING)
-    if pending:
-        pending[:] = [entry for entry in pending if not _within(entry[0], previous)]
-
-
-@event.listens_for(Session, "after_transaction_end")
-def _forget_at_end(session: Session, transaction: SessionTransaction) -> None:
-    # After the outermost transaction ends nothing noted in it may be counted any more
-    # (committed ones were counted just before, in after_commit).
-    if transaction.parent is None:
-        session.info.pop(_PENDING, None)
 
 
 router = APIRouter(include_in_schema=False)

@@ -6,14 +6,18 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from agent_broker.http.responses import Day, Timestamp, Uri
+
 ComponentState = Literal[
     "operational", "degraded_performance", "partial_outage", "major_outage", "no_data"
 ]
 
 
 class Health(BaseModel):
-    status: str
-    build: str = Field(description="12-hex build fingerprint; not a version")
+    status: Literal["ok"]
+    build: str = Field(
+        pattern="^[0-9a-f]{12}$", description="12-hex build fingerprint; not a version"
+    )
 
 
 class Version(BaseModel):
@@ -22,7 +26,7 @@ class Version(BaseModel):
 
 class StatusPage(BaseModel):
     name: str
-    url: str = Field(description="BROKER_PUBLIC_BASE_URL")
+    url: Uri = Field(description="BROKER_PUBLIC_BASE_URL")
     updated_at: int = Field(description="unix seconds of the newest health sample")
 
 
@@ -32,7 +36,7 @@ class StatusIndicator(BaseModel):
 
 
 class StatusDay(BaseModel):
-    date: str = Field(description="UTC day, YYYY-MM-DD")
+    date: Day = Field(description="UTC day, YYYY-MM-DD")
     state: ComponentState = Field(description="no_data when the day has no samples")
     uptime: float | None = Field(
         description="percentage of passing samples, rounded down to 2 decimals; "
@@ -54,9 +58,9 @@ class StatusIncident(BaseModel):
     status: Literal["investigating", "resolved"]
     impact: Literal["minor", "major"]
     components: list[str]
-    started_at: str
-    updated_at: str
-    resolved_at: str | None
+    started_at: Timestamp
+    updated_at: Timestamp
+    resolved_at: Timestamp | None = Field(description="null while the incident is open")
     failed_samples: int
     detail: str = Field(description="the failed checks of the first failed sample")
 
@@ -80,7 +84,7 @@ class LiveListings(BaseModel):
 
 
 class Stats(BaseModel):
-    generated_at: str
+    generated_at: Timestamp
     registered_agents: int
     sealed_deals: int | None = Field(
         description="deals sealed in the window; null (withheld) below median_seal_min_deals"

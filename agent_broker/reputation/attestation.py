@@ -22,12 +22,12 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
+from agent_broker.accounts.caller import Caller
 from agent_broker.clock import rfc3339
-from agent_broker.http.auth import Caller
-from agent_broker.http.rate_limits import RateLimiter
 from agent_broker.problems import Forbidden, InvalidInput, NotFound
 from agent_broker.reputation import records
 from agent_broker.reputation import service as reputation
+from agent_broker.reputation.limiter import Limiter
 from agent_broker.tokens import service as tokens
 from agent_broker.tokens.keys import Signer
 
@@ -90,14 +90,9 @@ def parse_body(body: RawBody) -> Challenge | None:
 
 
 def require_scopes(caller: Caller, needed: Iterable[str]) -> None:
-    """The scope check of SPEC 4.5 rule 5. An API key holds every scope. Agent OAuth tokens
-    are not implemented yet: when the auth seam (agent_broker/http/auth.py) resolves one, it
-    sets `caller.via` to something other than "api_key" and `caller.scopes`; until then any
-    other kind of caller has no scopes here, so the check fails closed."""
-    if caller.via == "api_key":
-        return
-    granted = frozenset(getattr(caller, "scopes", None) or ())
-    missing = sorted(frozenset(needed) - granted)
+    """The scope check of SPEC 4.5 rule 5: an API key holds every scope; a token only
+    those it carries (the auth seam fills `caller.scopes`)."""
+    missing = sorted(scope for scope in needed if not caller.has_scope(scope))
     if missing:
         raise Forbidden(f"This token lacks the scope(s) needed here: {', '.join(missing)}.")
 
@@ -119,7 +114,7 @@ def attest(
     body: RawBody,
     *,
     signer: Signer,
-    limiter: RateLimiter,
+    limiter: Limiter,
     now: datetime,
 ) -> dict[str, Any]:
     """Mint the caller's statement or proof (the ReputationAttestation of SPEC 2.11)."""

@@ -10,10 +10,12 @@ from sqlalchemy import Row, Select, bindparam, select
 from sqlalchemy.orm import Session, aliased
 
 from agent_broker import clock
+from agent_broker.accounts import directory
 from agent_broker.accounts.models import Account
 from agent_broker.domains import service as domains
 from agent_broker.ledger import service as ledger
 from agent_broker.problems import NotFound
+from agent_broker.reputation.limiter import Limiter
 from agent_broker.reputation.models import ReputationFacet, ReputationSales, ReputationStats
 from agent_broker.reputation.scorecard import (
     SEED_RATING_COUNT,
@@ -23,6 +25,7 @@ from agent_broker.reputation.scorecard import (
 )
 
 ROLES = ("seller", "buyer")
+LOOKUP_RATE_LIMIT = "600/hour"
 
 
 def _public_facet(counters: dict[str, int]) -> dict[str, Any]:
@@ -43,25 +46,34 @@ _STAT_COLUMNS = (
 
 
 def _evidence_statement() -> Select:
-    """Creation time, running counters and both facets of each account: one row apiece."""
+    """Running counters and both facets of each account: one row apiece."""
     facet_of = {role: aliased(ReputationFacet, name=f"{role}_facet") for role in ROLES}
-    columns = [Account.id, Account.created_at]
+    seller = facet_of["seller"]
+    columns = [seller.account_id.label("id")]
     columns += [getattr(ReputationStats, name) for name in _STAT_COLUMNS]
     for role, facet in facet_of.items():
         columns += [getattr(facet, name).label(f"{role}_{name}") for name in _FACET_COUNTERS]
-    statement = select(*columns).outerjoin(
-        ReputationStats, ReputationStats.account_id == Account.id
+    buyer = facet_of["buyer"]
+    statement = (
+        select(*columns)
+        .select_from(seller)
+        .join(buyer, (buyer.account_id == seller.account_id) & (buyer.role == "buyer"))
+        .outerjoin(ReputationStats, ReputationStats.account_id == seller.account_id)
     )
-    for role, facet in facet_of.items():
-        statement = statement.join(facet, (facet.account_id == Account.id) & (facet.role == role))
-    return statement.where(Account.id.in_(bindparam("ids", expanding=True)))
+    return statement.where(
+        seller.role == "seller", seller.account_id.in_(bindparam("ids", expanding=True))
+    )
 
 
 _EVIDENCE = _evidence_statement()
 
 
-def _standing(session: Session, ids: set[str], now: datetime) -> dict[str, dict[str, Any]]:
-    """Counters, flags and scorecard of each account, in four queries however many."""
+def _standing(
+    session: Session, created: dict[str, datetime], now: datetime
+) -> dict[str, dict[str, Any]]:
+    """Counters, flags and scorecard of each account (by id, with its creation time), in
+    four queries however many."""
+    ids = set(created)
     funded = ledger.funded_accounts(session, ids)
     verified = domains.verified_accounts(session, ids)
     sales: dict[str, dict[str, int]] = {}
@@ -84,7 +96,7 @@ def _standing(session: Session, ids: set[str], now: datetime) -> dict[str, dict[
                 disputes=row.disputes or 0,
                 distinct_counterparties=row.counterparties or 0,
                 sales_by_category=sales.get(row.id, {}),
-                created_at=row.created_at,
+                created_at=created[row.id],
                 first_deal_at=row.first_deal_at,
                 last_active_at=row.last_active_at,
                 latency_counts=_columns(row, ReputationStats.LATENCIES),
@@ -107,12 +119,25 @@ def _columns(row: Row, names: tuple[str, ...]) -> tuple[int, ...]:
 
 
 def public_record(session: Session, account: Account, *, now: datetime) -> dict[str, Any]:
-    """The public record read by handle (SPEC 2.3)."""
-    found = _standing(session, {account.id}, now)
+    """The public record of an account (SPEC 2.3)."""
+    found = _standing(session, {account.id: account.created_at}, now)
     if account.id not in found:
         raise NotFound("No reputation record has this handle.")
     record = found[account.id]
     return {"handle": account.handle, **record, "as_of": clock.rfc3339(now)}
+
+
+def lookup(
+    session: Session, handle: str, *, limiter: Limiter, source: str, now: datetime
+) -> dict[str, Any]:
+    """GET /v1/reputation/{handle}: 600 lookups per hour per source (SPEC 8), misses
+    included so handles cannot be enumerated for free; unknown and malformed handles are
+    both 404."""
+    limiter.hit("reputation-lookup", LOOKUP_RATE_LIMIT, source)
+    account = directory.find_by_handle(session, handle)
+    if account is None:
+        raise NotFound("No reputation record has this handle.")
+    return public_record(session, account, now=now)
 
 
 def statement_claims(session: Session, account: Account, *, now: datetime) -> dict[str, Any]:
@@ -130,11 +155,4 @@ def counterparty_records(
     themselves carry no handle, endpoint or account id."""
     if not account_ids:
         return {}
-    return _standing(session, account_ids, now)
-
-
-def find_by_handle(session: Session, handle: str) -> Account | None:
-    # Malformed and unknown handles are indistinguishable to the caller (both 404).
-    if len(handle) != 12 or any(c not in "0123456789abcdef" for c in handle):
-        return None
-    return session.scalars(select(Account).where(Account.handle == handle)).one_or_none()
+    return _standing(session, directory.created_at_of(session, account_ids), now)

@@ -7,10 +7,9 @@ from fastapi import APIRouter, Depends, Request, Response
 from agent_broker import clock
 from agent_broker.db.dispatch import db_bound
 from agent_broker.db.session import ReadSession
-from agent_broker.http.auth import ReadCaller
+from agent_broker.http.auth import KEY_OR_OAUTH, Caller, authenticated
 from agent_broker.http.client_ip import client_ip
 from agent_broker.http.responses import problems
-from agent_broker.problems import NotFound
 from agent_broker.reputation import attestation, records
 from agent_broker.reputation.schemas import (
     AttestationChallenge,
@@ -20,8 +19,7 @@ from agent_broker.reputation.schemas import (
 
 router = APIRouter(prefix="/v1", tags=["reputation"])
 
-# SPEC 8: 600 lookups per hour per source, unknown handles included (no free enumeration).
-LOOKUP_RATE_LIMIT = "600/hour"
+Minter = Annotated[Caller, authenticated(kinds=KEY_OR_OAUTH)]
 
 
 @router.get(
@@ -33,11 +31,13 @@ LOOKUP_RATE_LIMIT = "600/hour"
 @db_bound
 def lookup(request: Request, handle: str, session: ReadSession) -> dict:
     """The public reputation record of a handle (no key)."""
-    request.app.state.rate_limiter.hit("reputation-lookup", LOOKUP_RATE_LIMIT, client_ip(request))
-    account = records.find_by_handle(session, handle)
-    if account is None:
-        raise NotFound("No reputation record has this handle.")
-    return records.public_record(session, account, now=clock.now())
+    return records.lookup(
+        session,
+        handle,
+        limiter=request.app.state.rate_limiter,
+        source=client_ip(request),
+        now=clock.now(),
+    )
 
 
 async def raw_body(request: Request) -> attestation.RawBody:
@@ -71,7 +71,7 @@ async def raw_body(request: Request) -> attestation.RawBody:
 def attest(
     request: Request,
     response: Response,
-    caller: ReadCaller,
+    caller: Minter,
     session: ReadSession,
     body: Annotated[attestation.RawBody, Depends(raw_body)],
 ) -> dict:

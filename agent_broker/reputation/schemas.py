@@ -1,6 +1,14 @@
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, Field
+
+from agent_broker.http.responses import Handle, Timestamp, UriReference, omitted_when_unset
+from agent_broker.listings.categories import CATEGORIES
+from agent_broker.reputation.scorecard import LATENCY_LABELS
+
+LatencyBucket = Literal[LATENCY_LABELS]
 
 
 class PublicReputationFacet(BaseModel):
@@ -22,26 +30,29 @@ class ReputationScorecard(BaseModel):
     distinct_counterparties: int
     disputes: int = Field(description="Claims filed against the account; not adjudicated")
     verified_capabilities: int
-    verified_capability_list: list[str]
-    dispute_rate_bp: int | None = Field(None, description="Absent when no deal has sealed")
-    average_rating_hundredths: int | None = Field(None, description="Absent when rates_suppressed")
-    delivery_rate_bp: int | None = Field(None, description="Absent when rates_suppressed")
-    rating_coverage_bp: int | None = Field(None, description="Absent when no deal has sealed")
+    verified_capability_list: list[Literal[CATEGORIES]] = Field(description="Sorted")
+    dispute_rate_bp: int | None = omitted_when_unset(description="Absent when no deal has sealed")
+    average_rating_hundredths: int | None = omitted_when_unset(
+        description="Absent when rates_suppressed"
+    )
+    delivery_rate_bp: int | None = omitted_when_unset(description="Absent when rates_suppressed")
+    rating_coverage_bp: int | None = omitted_when_unset(
+        description="Absent when no deal has sealed"
+    )
     tenure_days: int = Field(description="Whole days since creation; 0 means unknown")
-    median_rating_latency: str | None = Field(
-        None,
-        description="Bucket of the median reveal-to-rating gap: <1h, 1h-4h, 4h-24h, 1d-3d, 3d-7d",
+    median_rating_latency: LatencyBucket | None = omitted_when_unset(
+        description="Bucket of the median reveal-to-rating gap; absent when none recorded"
     )
-    trading_days: int | None = Field(
-        None, description="Days since the first sealed deal; absent when none (0 = today)"
+    trading_days: int | None = omitted_when_unset(
+        description="Days since the first sealed deal; absent when none (0 = today)"
     )
-    days_since_last_activity: int | None = Field(
-        None, description="Whole days since the last billable action; absent when none"
+    days_since_last_activity: int | None = omitted_when_unset(
+        description="Whole days since the last billable action; absent when none"
     )
     score_distribution: list[int] = Field(min_length=5, max_length=5)
     rates_suppressed: bool
     min_rated_deals: int
-    evidence_backed: bool
+    evidence_backed: Literal[True]
 
 
 class CounterpartyReputation(BaseModel):
@@ -53,8 +64,8 @@ class CounterpartyReputation(BaseModel):
 
 
 class PublicReputation(CounterpartyReputation):
-    handle: str = Field(description="12 lowercase hex characters")
-    as_of: str = Field(description="When the record was read (RFC 3339)")
+    handle: Handle
+    as_of: Timestamp = Field(description="When the record was read")
 
 
 class AttestationChallenge(BaseModel):
@@ -82,6 +93,6 @@ class ReputationAttestation(BaseModel):
             "svc.reputation-proof.v1 (proof with nonce and aud, 5 minutes)"
         )
     )
-    handle: str = Field(description="Always the caller's own handle")
-    expires_at: str = Field(description="When the token expires (RFC 3339)")
-    verify_with: str = Field(description="Location of the verification keys document")
+    handle: Handle = Field(description="Always the caller's own handle")
+    expires_at: Timestamp = Field(description="When the token expires")
+    verify_with: UriReference = Field(description="Location of the verification keys document")

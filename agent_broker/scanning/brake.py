@@ -4,12 +4,8 @@ while (429 too_many_violations) before anything is scanned again."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Annotated
-
-from fastapi import Depends, Request
 
 from agent_broker.config import Settings
-from agent_broker.http.auth import CurrentCaller
 from agent_broker.http.rate_limits import RateLimiter
 from agent_broker.problems import Problem, Reason
 from agent_broker.scanning.errors import ContactLeak, PromptInjection
@@ -44,13 +40,3 @@ def screen(
     except (ContactLeak, PromptInjection):
         limiter.record(BRAKE, settings.violation_limit, account_id)
         raise
-
-
-async def _callers_screen(request: Request, caller: CurrentCaller) -> Screen:
-    # async: it does no I/O, so it need not cost a hop to the thread pool.
-    state = request.app.state
-    return screen_for(state.rate_limiter, state.settings, caller.account_id)
-
-
-# A route's screen, bound to the authenticated caller's violation count.
-CallerScreen = Annotated[Screen, Depends(_callers_screen)]

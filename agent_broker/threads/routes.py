@@ -1,20 +1,25 @@
 from __future__ import annotations
 
+from typing import Annotated
+
 from fastapi import APIRouter, Request, Response
 
 from agent_broker import clock
 from agent_broker.db.dispatch import db_bound
 from agent_broker.db.session import ReadSession, WriteSession
-from agent_broker.deals import service as deals
 from agent_broker.deals.schemas import DealPackage
-from agent_broker.http.auth import CurrentCaller, ReadCaller
-from agent_broker.http.idempotency import RequiredIdempotency
+from agent_broker.http.auth import Caller, authenticated
+from agent_broker.http.idempotency import RequiredIdempotency, answer
 from agent_broker.http.responses import problems
-from agent_broker.scanning.brake import CallerScreen
+from agent_broker.http.screening import Screens
 from agent_broker.threads import service
 from agent_broker.threads.schemas import DiffRequest, ThreadOut, ThreadRead
 
 router = APIRouter(prefix="/v1", tags=["threads"])
+
+Trader = Annotated[Caller, authenticated(metered=True, writes=True)]
+MeteredReader = Annotated[Caller, authenticated(metered=True)]
+Reader = Annotated[Caller, authenticated()]
 
 
 @router.post(
@@ -26,28 +31,25 @@ router = APIRouter(prefix="/v1", tags=["threads"])
 @db_bound
 def open_thread(
     request: Request,
+    response: Response,
     listing_id: str,
     body: DiffRequest,
-    caller: CurrentCaller,
+    caller: Trader,
     session: WriteSession,
     idempotency: RequiredIdempotency,
-    screen: CallerScreen,
-) -> Response:
-    state = request.app.state
-
-    def create() -> tuple[int, dict]:
-        thread = service.open_thread(
-            session,
-            caller.account,
-            listing_id,
-            body.diff,
-            screen=screen,
-            ttl=state.settings.thread_ttl,
-            now=clock.now(),
-        )
-        return 201, thread
-
-    return idempotency.run(session, caller.account_id, create)
+    screens: Screens,
+) -> dict:
+    outcome = service.open_thread_once(
+        session,
+        caller.account,
+        listing_id,
+        body.diff,
+        idempotency,
+        screen=screens.for_caller(caller),
+        ttl=request.app.state.settings.thread_ttl,
+        now=clock.now(),
+    )
+    return answer(response, outcome)
 
 
 @router.get(
@@ -57,7 +59,7 @@ def open_thread(
     responses=problems(401, 403, 404),
 )
 @db_bound
-def listing_inbox(listing_id: str, caller: ReadCaller, session: ReadSession) -> list[dict]:
+def listing_inbox(listing_id: str, caller: MeteredReader, session: ReadSession) -> list[dict]:
     return service.inbox(session, caller.account_id, listing_id, now=clock.now())
 
 
@@ -68,7 +70,7 @@ def listing_inbox(listing_id: str, caller: ReadCaller, session: ReadSession) -> 
     responses=problems(401, 403),
 )
 @db_bound
-def my_threads(caller: ReadCaller, session: ReadSession) -> list[dict]:
+def my_threads(caller: Reader, session: ReadSession) -> list[dict]:
     return service.mine(session, caller.account_id, now=clock.now())
 
 
@@ -79,7 +81,7 @@ def my_threads(caller: ReadCaller, session: ReadSession) -> list[dict]:
     responses=problems(401, 403, 404),
 )
 @db_bound
-def read_thread(thread_id: str, caller: ReadCaller, session: ReadSession) -> dict:
+def read_thread(thread_id: str, caller: MeteredReader, session: ReadSession) -> dict:
     return service.read(session, caller.account_id, thread_id, now=clock.now())
 
 
@@ -92,12 +94,17 @@ def read_thread(thread_id: str, caller: ReadCaller, session: ReadSession) -> dic
 def make_offer(
     thread_id: str,
     body: DiffRequest,
-    caller: CurrentCaller,
+    caller: Trader,
     session: WriteSession,
-    screen: CallerScreen,
+    screens: Screens,
 ) -> dict:
     return service.offer(
-        session, caller.account_id, thread_id, body.diff, screen=screen, now=clock.now()
+        session,
+        caller.account_id,
+        thread_id,
+        body.diff,
+        screen=screens.for_caller(caller),
+        now=clock.now(),
     )
 
 
@@ -108,16 +115,17 @@ def make_offer(
 )
 @db_bound
 def close_thread(
+    response: Response,
     thread_id: str,
-    caller: CurrentCaller,
+    caller: Trader,
     session: WriteSession,
     idempotency: RequiredIdempotency,
-) -> Response:
+) -> dict:
     # Any body is ignored (SPEC.md 4.3).
-    def do() -> tuple[int, dict]:
-        return 200, service.close(session, caller.account_id, thread_id, now=clock.now())
-
-    return idempotency.run(session, caller.account_id, do)
+    outcome = service.close_once(
+        session, caller.account_id, thread_id, idempotency, now=clock.now()
+    )
+    return answer(response, outcome)
 
 
 @router.post(
@@ -130,33 +138,19 @@ def close_thread(
 @db_bound
 def finalize_thread(
     request: Request,
+    response: Response,
     thread_id: str,
-    caller: CurrentCaller,
+    caller: Trader,
     session: WriteSession,
     idempotency: RequiredIdempotency,
-) -> Response:
+) -> dict:
     # Any body (e.g. a self-reported agreed price) is accepted and ignored.
-    def seal() -> tuple[int, dict]:
-        deal = service.finalize(
-            session, caller.account, thread_id, signer=request.app.state.signer, now=clock.now()
-        )
-        return 201, deal
-
-    def replay(status: int, kept: dict) -> tuple[int, dict]:
-        # The package carries a bearer credential, so only the deal id is kept; the
-        # replay renders the same (deterministic) package again.
-        return status, deals.read(
-            session,
-            caller.account_id,
-            kept["deal_id"],
-            signer=request.app.state.signer,
-            now=clock.now(),
-        )
-
-    return idempotency.run(
+    outcome = service.finalize_once(
         session,
-        caller.account_id,
-        seal,
-        stored=lambda body: {"deal_id": body["id"]},
-        replayed=replay,
+        caller.account,
+        thread_id,
+        idempotency,
+        signer=request.app.state.signer,
+        now=clock.now(),
     )
+    return answer(response, outcome)

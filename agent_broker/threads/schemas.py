@@ -4,6 +4,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from agent_broker.http.responses import Timestamp, Uuid
 from agent_broker.reputation.schemas import CounterpartyReputation
 
 MAX_DIFF = 10_000
@@ -14,14 +15,14 @@ class DiffRequest(BaseModel):
 
 
 class ThreadOut(BaseModel):
-    id: str
-    listing_id: str
+    id: Uuid
+    listing_id: Uuid
     status: Literal["open", "rejected", "finalized", "closed"]
-    turn: Literal["poster", "negotiator"]
+    turn: Literal["poster", "negotiator"] = Field(description="Whose move it is")
     diff: str
     amount_micro: int = Field(description="The flat deal fee held for this thread")
-    created_at: str
-    updated_at: str
+    created_at: Timestamp
+    updated_at: Timestamp
 
 
 class ThreadRead(ThreadOut):

@@ -14,8 +14,10 @@ from agent_broker.accounts import service as accounts
 from agent_broker.accounts.models import Account
 from agent_broker.accounts.profile import setup_requirements
 from agent_broker.deals import service as deals
+from agent_broker.idempotency.service import IdempotencyKey, Outcome, run_once
 from agent_broker.ledger import books
 from agent_broker.ledger import service as ledger
+from agent_broker.ledger.pricing import DEAL_FEE_MICRO
 from agent_broker.listings import service as listings
 from agent_broker.listings.views import poster_role
 from agent_broker.problems import Forbidden, InvalidInput, NotFound, Reason
@@ -33,7 +35,6 @@ from agent_broker.threads.errors import (
 from agent_broker.threads.models import Thread
 from agent_broker.tokens.keys import Signer
 
-DEAL_FEE_MICRO = 1_000_000  # 2,000 credits, per side
 MINE_LIMIT = 200
 _threads = Thread.__table__
 
@@ -97,8 +98,11 @@ def open_thread(
     now: datetime,
 ) -> dict:
     """Refusals in order: 404 unknown listing, 409 own listing, 410 not live, 428 profile,
-    400/422/429 the diff, 402 the opener's balance. Only the opener's fee is held."""
-    listing = listings.get(session, listing_id)
+    400/422/429 the diff, 402 the opener's balance. Only the opener's fee is held.
+
+    The listing is locked first, as finalize locks it: a thread cannot slip onto a listing
+    whose deal is being sealed."""
+    listing = listings.lock(session, listing_id)
     if listing.poster_id == opener.id:
         raise SelfListingNegotiation()
     if not listings.is_live(listing, now):
@@ -268,12 +272,21 @@ def finalize(
     thread, side = _party_thread(session, thread_id, poster.id)
     if side != "poster":
         raise Forbidden("Only the listing's poster may finalize; nothing moved.")
+    # Locks in one order: the listing, its open threads, then every wallet the seal moves
+    # (ledger.locks). The listing lock serialises finalize against finalize and against
+    # opening; the thread is read again under it, as a competing seal may have closed it.
+    listing = listings.lock(session, thread.listing_id)
+    thread, _ = _party_thread(session, thread_id, poster.id)
     _refuse_unless_open(thread, now)
     if thread.turn != "poster":
         raise OutOfTurn("Your last offer is unanswered: the negotiator's diff must stand to seal.")
+    if not listings.is_live(listing, now):
+        raise ListingExpired("The listing is no longer live; nothing was charged.")
+    competitors = _lock_open_threads(session, listing.id)
     negotiator = accounts.get(session, thread.opener_id)
     deals.ensure_routes(poster, negotiator)
-    # Claim the thread first: of concurrent finalize calls exactly one gets past here.
+    ledger.lock_wallets(session, [poster.id, *(t.opener_id for t in competitors)])
+    # Conditional on the thread still being open: anything else is a conflict.
     won = session.execute(
         update(_threads)
         .where(
@@ -306,9 +319,8 @@ def finalize(
         reference=thread.id,
         now=now,
     )
-    listing = listings.get(session, thread.listing_id)
     listings.mark_matched(session, listing.id)
-    _auto_close_competitors(session, thread, now)
+    _auto_close_competitors(session, thread, competitors, now)
     deal = deals.seal(
         session,
         thread_id=thread.id,
@@ -323,17 +335,89 @@ def finalize(
     return deals.package(deal, poster.id, signer=signer, now=now)
 
 
-def _auto_close_competitors(session: Session, sealed: Thread, now: datetime) -> None:
-    others = session.scalars(
-        select(Thread).where(
-            Thread.listing_id == sealed.listing_id, Thread.id != sealed.id, Thread.status == "open"
-        )
-    ).all()
-    for other in others:
+def _lock_open_threads(session: Session, listing_id: str) -> list[Thread]:
+    """The listing's open threads, row-locked in id order (the caller holds the listing)."""
+    return list(
+        session.scalars(
+            select(Thread)
+            .where(Thread.listing_id == listing_id, Thread.status == "open")
+            .order_by(Thread.id)
+            .with_for_update()
+            .execution_options(populate_existing=True)
+        ).all()
+    )
+
+
+def _auto_close_competitors(
+    session: Session, sealed: Thread, threads: list[Thread], now: datetime
+) -> None:
+    for other in threads:
+        if other.id == sealed.id:
+            continue
         closed = session.execute(
             update(_threads)
             .where(_threads.c.id == other.id, _threads.c.status == "open")
             .values(status="closed", updated_at=now)
         ).rowcount
-        if closed == 1:
-            ledger.release_hold(session, other.hold_id, now=now)
+        if closed != 1:  # locked and seen open above: nothing else can have moved it
+            raise listings.ListingConflict()
+        ledger.release_hold(session, other.hold_id, now=now)
+
+
+# --- Idempotency-Key wrappers: the same call, through any front door, happens once ----
+
+
+def open_thread_once(
+    session: Session,
+    opener: Account,
+    listing_id: str,
+    diff: str,
+    key: IdempotencyKey,
+    *,
+    screen: Screen,
+    ttl: timedelta,
+    now: datetime,
+) -> Outcome:
+    def create() -> Outcome:
+        thread = open_thread(session, opener, listing_id, diff, screen=screen, ttl=ttl, now=now)
+        return Outcome(201, thread)
+
+    return run_once(session, opener.id, key, create, now=now)
+
+
+def close_once(
+    session: Session, account_id: str, thread_id: str, key: IdempotencyKey, *, now: datetime
+) -> Outcome:
+    return run_once(
+        session,
+        account_id,
+        key,
+        lambda: Outcome(200, close(session, account_id, thread_id, now=now)),
+        now=now,
+    )
+
+
+def finalize_once(
+    session: Session,
+    poster: Account,
+    thread_id: str,
+    key: IdempotencyKey,
+    *,
+    signer: Signer,
+    now: datetime,
+) -> Outcome:
+    """Seal once per key. The package carries a bearer credential, so only the deal id is
+    kept; a replay renders the same (deterministic) package again from the deal."""
+    return run_once(
+        session,
+        poster.id,
+        key,
+        lambda: Outcome(201, finalize(session, poster, thread_id, signer=signer, now=now)),
+        now=now,
+        stored=lambda body: {"deal_id": body["id"]},
+        replayed=lambda kept: Outcome(
+            kept.status,
+            deals.read(session, poster.id, kept.body["deal_id"], signer=signer, now=now),
+            replayed=True,
+        ),
+    )

@@ -24,7 +24,8 @@ class InvalidOrigin(ValueError):
 def canonical_origin(text: object) -> str:
     """The canonical form of the https origin a reputation proof is bound to (SPEC 4.5
     rule 2): `https://host` or `https://host:port`, lower-case, the host in ASCII (IDNA
-    A-labels for internationalised names), default port 443 dropped, no trailing slash.
+    A-labels for internationalised names: a host written in Unicode is refused, not
+    converted), default port 443 dropped, no trailing slash.
 
     Accepted input: scheme `https` in any case; a host name; optionally `:` and a plain
     decimal port 1-65535 without sign or leading zero; optionally one trailing `/`, which is
@@ -63,21 +64,15 @@ def canonical_origin(text: object) -> str:
 def _canonical_host(host: str) -> str:
     if not host:
         raise InvalidOrigin("an origin needs a host")
-    if host.isascii():
-        mapped = host.lower()
-    else:
-        try:
-            # UTS 46, non-transitional (as browsers): case folding, width and dot mapping.
-            mapped = idna.uts46_remap(host, std3_rules=True, transitional=False)
-        except (idna.IDNAError, UnicodeError):
-            raise InvalidOrigin("the host is not a valid internationalised name") from None
+    if not host.isascii():
+        # SPEC 4.5 rule 2: the audience is written in ASCII; the sender converts an
+        # internationalised name to its xn-- form, so both sides sign the same text.
+        raise InvalidOrigin(
+            "the host must be ASCII; write an internationalised name in its xn-- form"
+        )
+    mapped = host.lower()
     labels = []
     for label in mapped.split("."):
-        if not label.isascii():
-            try:
-                label = idna.alabel(label).decode("ascii")
-            except (idna.IDNAError, UnicodeError):
-                raise InvalidOrigin("the host is not a valid internationalised name") from None
         if not _HOST_LABEL.fullmatch(label):
             raise InvalidOrigin(
                 "each host label is 1-63 letters, digits or inner hyphens (no empty label)"

@@ -86,7 +86,6 @@ def test_contact_only_leaves_the_route_missing(client):
     assert body["contact"] == {
         "contact_name": "Ops Team",
         "contact_email": "ops@agents.dev",
-        "contact_url": None,
     }
     assert body["deal_route"] is None
     assert body["missing"] == ["deal_route"]

@@ -173,7 +173,7 @@ def test_different_keys_create_different_accounts(app, client):
     assert _count_accounts(app) == 2
 
 
-@pytest.mark.parametrize("bad_key", ["not-a-uuid", "12345", "zzzzzzzz-zzzz-zzzz-zzzz-zzzzzzzzzzzz"])
+@pytest.mark.parametrize("bad_key", ["", "x" * 256, b"caf\xe9"])
 def test_malformed_idempotency_key_is_400(app, client, bad_key):
     response = client.post(
         REGISTER, json={"accepted_terms": True}, headers={"Idempotency-Key": bad_key}
@@ -317,3 +317,34 @@ def test_client_ip_believes_forwarded_for_only_from_trusted_proxies(
     peer, forwarded, trusted, expected
 ):
     assert client_ip(_request(peer, forwarded, trusted)) == expected
+
+
+def test_a_replay_from_another_source_reveals_nothing_of_the_first_account(make_app):
+    """Idempotency-Keys of registration are scoped by source address: someone else's key
+    sent from elsewhere creates a fresh account and never returns the first one's id."""
+    from fastapi.testclient import TestClient
+
+    app = make_app(trusted_proxies="127.0.0.1")
+    key = new_key()
+    with TestClient(app, raise_server_exceptions=False, client=("127.0.0.1", 50000)) as client:
+        first = client.post(
+            REGISTER,
+            json={"accepted_terms": True},
+            headers={"Idempotency-Key": key, "X-Forwarded-For": "198.51.100.7"},
+        )
+        replay = client.post(
+            REGISTER,
+            json={"accepted_terms": True},
+            headers={"Idempotency-Key": key, "X-Forwarded-For": "198.51.100.7"},
+        )
+        elsewhere = client.post(
+            REGISTER,
+            json={"accepted_terms": True},
+            headers={"Idempotency-Key": key, "X-Forwarded-For": "203.0.113.9"},
+        )
+    assert first.status_code == 201
+    assert replay.status_code == 200
+    assert replay.json() == {"account_id": first.json()["account_id"], "existing": True}
+    assert elsewhere.status_code == 201
+    assert elsewhere.json()["account_id"] != first.json()["account_id"]
+    assert "api_key" in elsewhere.json()

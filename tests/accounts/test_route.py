@@ -58,7 +58,6 @@ def test_route_write_does_not_touch_the_contact(client):
     assert _profile(client, agent)["contact"] == {
         "contact_name": "Ops",
         "contact_email": "ops@agents.dev",
-        "contact_url": None,
     }
 
 

@@ -64,11 +64,32 @@ def test_a_streamed_body_over_the_limit_is_413(make_app):
         assert_problem(response, 413, "invalid_input")
 
 
-def test_the_default_limit_admits_a_full_listing_body(client, seller):
-    # 10,000 characters of four-byte UTF-8, each escaped by the client as \\uXXXX pairs.
-    body = "\U0001f600" * 10_000
-    response = _post_listing(client, seller, body=body)
+def test_the_default_limit_admits_the_largest_valid_listing(client, seller):
+    # Every character outside the BMP, sent JSON-escaped as a surrogate pair (12 bytes).
+    raw = json.dumps(
+        {**LISTING, "title": "\U0010fffd" * 200, "body": "\U0001f600" * 10_000},
+        ensure_ascii=True,
+    ).encode()
+    assert len(raw) > 120_000
+    response = client.post(
+        "/v1/listings",
+        content=raw,
+        headers={
+            **seller.headers,
+            "Idempotency-Key": new_key(),
+            "content-type": "application/json",
+        },
+    )
     assert response.status_code == 201, response.text
+
+
+def test_operations_with_a_body_declare_408_and_413(client):
+    document = client.get("/openapi.json").json()
+    for path, operations in document["paths"].items():
+        for method, operation in operations.items():
+            declared = set(operation["responses"])
+            if "requestBody" in operation:
+                assert {"408", "413"} <= declared, (method, path)
 
 
 @pytest.mark.parametrize(

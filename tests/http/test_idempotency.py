@@ -5,21 +5,24 @@ from __future__ import annotations
 
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from typing import Annotated
 
 import httpx
 import pytest
-from fastapi import FastAPI
+from fastapi import FastAPI, Response
 from pydantic import BaseModel
 from sqlalchemy import func, select
 
 from agent_broker import clock
 from agent_broker.accounts.models import Account
 from agent_broker.db.session import WriteSession
-from agent_broker.http.auth import CurrentCaller
-from agent_broker.http.idempotency import RequiredIdempotency
+from agent_broker.http.auth import Caller, authenticated
+from agent_broker.http.idempotency import RequiredIdempotency, answer
+from agent_broker.idempotency.service import Outcome, run_once
 from agent_broker.ledger import books
 from agent_broker.ledger.models import JournalEntry
 from agent_broker.ledger.service import charge, wallet
+from agent_broker.problems import IdempotencyKeyReuse
 from tests.helpers import assert_problem, fund, new_key, register
 
 
@@ -35,7 +38,8 @@ def app(make_app) -> FastAPI:
     @app.post("/test/charges", status_code=201)
     def pay(
         body: ChargeRequest,
-        caller: CurrentCaller,
+        response: Response,
+        caller: Annotated[Caller, authenticated(writes=True)],
         session: WriteSession,
         idempotency: RequiredIdempotency,
     ):
@@ -50,9 +54,11 @@ def app(make_app) -> FastAPI:
                 now=clock.now(),
             )
             left = wallet(session, caller.account_id, now=clock.now()).spendable_micro
-            return 201, {"charged": body.amount_micro, "left": left}
+            return Outcome(201, {"charged": body.amount_micro, "left": left})
 
-        return idempotency.run(session, caller.account_id, do)
+        return answer(
+            response, run_once(session, caller.account_id, idempotency, do, now=clock.now())
+        )
 
     return app
 
@@ -104,7 +110,7 @@ def test_the_key_is_scoped_to_the_caller(app, client):
     assert _charges(app) == 2
 
 
-@pytest.mark.parametrize("key", [None, "not-a-uuid", ""])
+@pytest.mark.parametrize("key", [None, "", "x" * 256, b"caf\xe9-key", "tab\tkey"])
 def test_a_required_key_that_is_missing_or_malformed_is_invalid_input(app, client, key):
     agent = register(client)
     headers = dict(agent.headers)
@@ -187,3 +193,57 @@ def test_concurrent_registrations_with_one_key_create_one_account(app, client, l
     assert sum("api_key" in r.json() for r in responses) == 1
     with app.state.db.reader() as session:
         assert session.scalar(select(func.count()).select_from(Account)) == 1
+
+
+@pytest.mark.parametrize(
+    "key",
+    ["e2e-post-2026-11-23T08:00:00Z", "not-a-uuid", "k", "x" * 255, "a key with spaces ~!"],
+)
+def test_any_key_of_1_to_255_printable_ascii_characters_is_accepted(app, client, key):
+    agent = register(client)
+    fund(app, agent.account_id, 1_000)
+    headers = {**agent.headers, "Idempotency-Key": key}
+    first = client.post("/test/charges", json={"amount_micro": 10}, headers=headers)
+    again = client.post("/test/charges", json={"amount_micro": 10}, headers=headers)
+    assert first.status_code == again.status_code == 201, first.text
+    assert first.json() == again.json() == {"charged": 10, "left": 990}
+    assert _charges(app) == 1
+
+
+def test_a_key_is_replayed_the_same_from_a_call_made_without_http(app, client):
+    """The idempotency service takes an operation and its arguments, not a request: a call
+    made through another front door with the same key and arguments replays."""
+    from datetime import timedelta
+
+    from agent_broker.idempotency.service import IdempotencyKey, fingerprint
+
+    operation = "POST /test/charges"
+    arguments = {"path": {}, "body": {"amount_micro": 10}}
+    key = IdempotencyKey(
+        key="door-1",
+        operation=operation,
+        fingerprint=fingerprint(operation, arguments),
+        retention=timedelta(hours=1),
+    )
+    calls = []
+
+    def compute():
+        calls.append(1)
+        return Outcome(201, {"n": len(calls)})
+
+    with app.state.db.writer() as session:
+        first = run_once(session, "acct", key, compute, now=clock.now())
+        session.commit()
+    with app.state.db.writer() as session:
+        again = run_once(session, "acct", key, compute, now=clock.now())
+        other = IdempotencyKey(
+            key="door-1",
+            operation=operation,
+            fingerprint=fingerprint(operation, {"path": {}, "body": {"amount_micro": 11}}),
+            retention=timedelta(hours=1),
+        )
+        with pytest.raises(IdempotencyKeyReuse):
+            run_once(session, "acct", other, compute, now=clock.now())
+    assert (first.status, first.body, first.replayed) == (201, {"n": 1}, False)
+    assert (again.status, again.body, again.replayed) == (201, {"n": 1}, True)
+    assert calls == [1]

@@ -1,12 +1,17 @@
 from __future__ import annotations
 
 import os
+import socket
+import threading
+import time
 import uuid
+from collections.abc import Iterator
 
 import pytest
 import redis
 
 from agent_broker.config import Settings
+from agent_broker.http import rate_limits
 from agent_broker.http.rate_limits import RateLimiter
 from agent_broker.problems import RateLimited
 from tests.helpers import assert_problem
@@ -65,3 +70,97 @@ def test_an_unreachable_store_lets_requests_through():
     limiter = RateLimiter(Settings(redis_url="redis://127.0.0.1:1/0"))
     for _ in range(5):
         limiter.hit("probe", "1/minute", "10.0.0.1")
+
+
+# --- a store that is down or silent ----------------------------------------------------------
+
+
+class SilentServer:
+    """A TCP port that accepts connections and never answers, as a hung Redis would."""
+
+    def __init__(self) -> None:
+        self._sock = socket.create_server(("127.0.0.1", 0))
+        self.url = f"redis://127.0.0.1:{self._sock.getsockname()[1]}/0"
+        self.accepted: list[socket.socket] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self._sock.accept()
+            except OSError:
+                return
+            self.accepted.append(conn)
+
+    def close(self) -> None:
+        self._sock.close()
+        for conn in self.accepted:
+            conn.close()
+
+
+@pytest.fixture
+def silent_redis() -> Iterator[SilentServer]:
+    server = SilentServer()
+    yield server
+    server.close()
+
+
+def _timed(call) -> float:  # type: ignore[no-untyped-def]
+    """Seconds `call` took; fails instead of hanging the suite if it does not return."""
+    done = threading.Event()
+    started = time.monotonic()
+
+    def run() -> None:
+        call()
+        done.set()
+
+    threading.Thread(target=run, daemon=True).start()
+    assert done.wait(timeout=15), "the rate-limit check hung on a silent store"
+    return time.monotonic() - started
+
+
+def test_the_redis_client_has_timeouts_and_does_not_retry_a_timeout():
+    limiter = RateLimiter(Settings(redis_url=REDIS_URL))
+    options = limiter._storage.storage.connection_pool.connection_kwargs
+    assert options["socket_connect_timeout"] == rate_limits.REDIS_CONNECT_TIMEOUT_SECONDS == 2
+    assert options["socket_timeout"] == rate_limits.REDIS_SOCKET_TIMEOUT_SECONDS == 2
+    retry = options["retry"]
+    assert retry.get_retries() == 1
+    assert set(retry._supported_errors) == {redis.ConnectionError}
+
+
+def test_a_silent_store_fails_open_after_one_timeout(silent_redis, monkeypatch):
+    monkeypatch.setattr(rate_limits, "REDIS_SOCKET_TIMEOUT_SECONDS", 0.3)
+    limiter = RateLimiter(Settings(redis_url=silent_redis.url))
+    elapsed = _timed(lambda: limiter.hit("probe", "1/minute", "10.0.0.1"))
+    assert 0.3 <= elapsed < 1.5
+    assert len(silent_redis.accepted) == 1
+
+
+def test_after_a_store_failure_checks_skip_the_store_for_a_while(silent_redis, monkeypatch):
+    monkeypatch.setattr(rate_limits, "REDIS_SOCKET_TIMEOUT_SECONDS", 0.2)
+    monkeypatch.setattr(rate_limits, "STORE_BACKOFF_SECONDS", 1.0)
+    limiter = RateLimiter(Settings(redis_url=silent_redis.url))
+    limiter.hit("probe", "1/minute", "10.0.0.1")
+
+    def more_checks() -> None:
+        for _ in range(20):
+            limiter.hit("probe", "1/minute", "10.0.0.1")
+            assert limiter.exhausted("probe", "1/minute", "10.0.0.1") is False
+            limiter.record("probe", "1/minute", "10.0.0.1")
+
+    assert _timed(more_checks) < 0.1
+    assert len(silent_redis.accepted) == 1
+    time.sleep(1.1)
+    limiter.hit("probe", "1/minute", "10.0.0.1")  # the back-off is over: the store is tried
+    assert len(silent_redis.accepted) == 2
+
+
+def test_registration_goes_through_while_the_store_is_unreachable(make_app):
+    from fastapi.testclient import TestClient
+
+    app = make_app(redis_url="redis://127.0.0.1:1/0", register_rate_limit="1/hour")
+    with TestClient(app) as client:
+        for _ in range(3):
+            response = client.post("/v1/account/register", json={"accepted_terms": True})
+            assert response.status_code == 201, response.text

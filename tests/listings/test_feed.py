@@ -1,9 +1,11 @@
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 
-from tests.helpers import assert_problem, register
-from tests.listings.conftest import post
+from tests.helpers import assert_problem, fund, register
+from tests.listings.conftest import FEE, post
 
 
 def _post_many(client, agent, count, **fields):
@@ -120,3 +122,45 @@ def test_seller_fields_follow_the_posters_role_facet(client, seller):
     assert item["seller_finalized_count"] == 0
     assert item["seller_funded"] is True
     assert item["seller_warm_start"] is True
+
+
+# --- GET /v1/listings/mine ------------------------------------------------------------
+
+
+def test_my_listings_are_newest_first_with_bodies_and_every_status(app, client, seller):
+    from agent_broker import clock as broker_clock
+
+    ids = []
+    for n in range(3):
+        response = post(client, seller, title=f"Listing {n}")
+        assert response.status_code == 201, response.text
+        ids.append(response.json()["id"])
+        broker_clock.advance(timedelta(seconds=1))
+    other = register(client)
+    fund(app, other.account_id, 10 * FEE, real_money=True)
+    assert post(client, other).status_code == 201
+    broker_clock.advance(timedelta(days=8))  # the first three expire
+
+    page = client.get("/v1/listings/mine", headers=seller.headers)
+    assert page.status_code == 200, page.text
+    listings = page.json()["listings"]
+    assert [item["id"] for item in listings] == ids[::-1]
+    assert {item["status"] for item in listings} == {"expired"}
+    assert all("body" in item for item in listings)
+    assert "next_cursor" not in page.json()
+
+    first = client.get("/v1/listings/mine?limit=2", headers=seller.headers).json()
+    assert [item["id"] for item in first["listings"]] == ids[:0:-1]
+    rest = client.get(
+        f"/v1/listings/mine?limit=2&cursor={first['next_cursor']}", headers=seller.headers
+    ).json()
+    assert [item["id"] for item in rest["listings"]] == ids[:1]
+
+
+def test_my_listings_need_a_key(client):
+    assert_problem(client.get("/v1/listings/mine"), 401, "unauthorized")
+
+
+def test_my_listings_is_declared_in_the_openapi_document(client):
+    document = client.get("/openapi.json").json()
+    assert "get" in document["paths"]["/v1/listings/mine"]

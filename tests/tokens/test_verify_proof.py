@@ -385,9 +385,16 @@ def test_the_verifier_canonicalises_its_own_configured_origin(client, agent, boo
     assert rp.verify(token, nonce=nonce)
 
     nonce = book.issue()
-    token = mint_proof(client, agent, nonce, audience="https://bücher.example")
-    assert verifier(client, book, audience="https://BÜCHER.example:443").verify(token, nonce=nonce)
-    for unusable in ("http://rp.example", "https://rp.example/path", "https://192.0.2.1"):
+    token = mint_proof(client, agent, nonce, audience="https://xn--bcher-kva.example")
+    assert verifier(client, book, audience="https://XN--BCHER-KVA.example:443").verify(
+        token, nonce=nonce
+    )
+    for unusable in (
+        "http://rp.example",
+        "https://rp.example/path",
+        "https://192.0.2.1",
+        "https://bücher.example",
+    ):
         with pytest.raises(InvalidOrigin):
             verifier(client, book, audience=unusable)
 

@@ -1,0 +1,34 @@
+"""Who is calling: the account a request or a protocol message acts for, and how it
+proved it. Built by the authentication seam (agent_broker.http.auth); services take it
+without knowing anything of HTTP."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from agent_broker.accounts.models import Account
+
+
+class CredentialKind(StrEnum):
+    api_key = "api_key"
+    # Kinds the seam is ready to accept as they are built: dashboard sessions, agent
+    # OAuth tokens, x402 payments.
+    session = "session"
+    oauth = "oauth"
+    x402 = "x402"
+
+
+@dataclass(frozen=True)
+class Caller:
+    account: Account  # loaded in the request's session; services reuse it
+    via: CredentialKind
+    # The scopes the credential carries; None means every scope (an API key).
+    scopes: frozenset[str] | None = None
+
+    @property
+    def account_id(self) -> str:
+        return self.account.id
+
+    def has_scope(self, scope: str) -> bool:
+        return self.scopes is None or scope in self.scopes

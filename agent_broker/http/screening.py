@@ -1,0 +1,27 @@
+"""The content screen as a route dependency: the scanner with the abuse brake, bound to
+the service's limiter and settings. The route binds it to its authenticated caller."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Depends, Request
+
+from agent_broker.accounts.caller import Caller
+from agent_broker.scanning.brake import Screen, screen_for
+
+
+class Screening:
+    def __init__(self, request: Request) -> None:
+        self._state = request.app.state
+
+    def for_caller(self, caller: Caller) -> Screen:
+        return screen_for(self._state.rate_limiter, self._state.settings, caller.account_id)
+
+
+# async: building it does no I/O, so it need not cost a hop to the thread pool.
+async def _screening(request: Request) -> Screening:
+    return Screening(request)
+
+
+Screens = Annotated[Screening, Depends(_screening)]

@@ -1,0 +1,128 @@
+"""Operator commands fail in one line: a rejected setting is named without echoing its
+value (it may be a secret), and a database that is not migrated is reported as such
+instead of a traceback."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from agent_broker.cli import app as cli
+from agent_broker.db.migrate import upgrade
+from agent_broker.tokens import keys
+from tests.conftest import TEST_SECRET
+
+NOT_MIGRATED = "database is not migrated; run `agent-broker db upgrade`"
+
+
+@pytest.fixture
+def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    for name in ("BROKER_ENV", "BROKER_SIGNING_KEY", "BROKER_REDIS_URL", "BROKER_DB_POOL_SIZE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("BROKER_VAR_DIR", str(tmp_path / "var"))
+    monkeypatch.setenv("BROKER_KEY_HASH_SECRET", TEST_SECRET)
+    monkeypatch.setenv("BROKER_DATABASE_URL", f"sqlite:///{tmp_path / 'broker.db'}")
+
+
+def _run(*args: str):  # type: ignore[no-untyped-def]
+    return CliRunner().invoke(cli, list(args))
+
+
+# --- configuration errors ----------------------------------------------------------------
+
+
+def test_a_short_production_secret_is_named_but_not_echoed(clean_env, monkeypatch):
+    short_secret = "hunter2-short-secret"
+    signing_key = "ab" * 32
+    monkeypatch.setenv("BROKER_ENV", "production")
+    monkeypatch.setenv("BROKER_KEY_HASH_SECRET", short_secret)
+    monkeypatch.setenv("BROKER_SIGNING_KEY", signing_key)
+    result = _run("keys", "list")
+    assert result.exit_code == 2
+    assert short_secret not in result.output
+    assert signing_key not in result.output
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("configuration error: ")
+    assert "BROKER_KEY_HASH_SECRET" in lines[0]
+    assert "Traceback" not in result.output
+
+
+def test_a_malformed_setting_is_named_but_not_echoed(clean_env, monkeypatch):
+    monkeypatch.setenv("BROKER_DB_POOL_SIZE", "pool-of-abc")
+    result = _run("db", "upgrade")
+    assert result.exit_code == 2
+    assert "pool-of-abc" not in result.output
+    assert result.stderr.splitlines() == [
+        "configuration error: BROKER_DB_POOL_SIZE: "
+        "Input should be a valid integer, unable to parse string as an integer"
+    ]
+
+
+def test_each_rejected_setting_gets_its_own_line(clean_env, monkeypatch):
+    monkeypatch.setenv("BROKER_DB_POOL_SIZE", "pool-of-abc")
+    monkeypatch.setenv("BROKER_THREAD_TTL_DAYS", "99999")
+    monkeypatch.setenv("BROKER_ENV", "staging-ish")
+    result = _run("jobs", "run", "expire-listings")
+    assert result.exit_code == 2
+    for value in ("pool-of-abc", "99999", "staging-ish"):
+        assert value not in result.output
+    named = sorted(line.split(":")[1].strip() for line in result.stderr.splitlines())
+    assert named == ["BROKER_DB_POOL_SIZE", "BROKER_ENV", "BROKER_THREAD_TTL_DAYS"]
+
+
+# --- a database that is not migrated --------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["admin", "credit", str(uuid.uuid4()), "100", "--reason", "launch"],
+        ["jobs", "run", "expire-listings"],
+        ["keys", "list"],
+        ["keys", "rotate"],
+        ["serve", "--no-migrate"],
+    ],
+    ids=lambda args: " ".join(args[:2]),
+)
+def test_commands_on_an_empty_database_say_it_is_not_migrated(clean_env, args):
+    result = _run(*args)
+    assert result.exit_code == 1, result.output
+    assert result.stderr.splitlines() == [NOT_MIGRATED]
+    assert result.stdout == ""
+    assert isinstance(result.exception, SystemExit)  # no traceback
+
+
+def test_a_partly_migrated_database_is_not_migrated(clean_env, tmp_path):
+    upgrade(f"sqlite:///{tmp_path / 'broker.db'}", "0004")
+    result = _run("keys", "list")
+    assert result.exit_code == 1
+    assert result.stderr.splitlines() == [NOT_MIGRATED]
+
+
+def test_rotation_leaves_the_key_file_alone_when_the_database_is_not_migrated(clean_env, tmp_path):
+    key_file = keys.key_file(str(tmp_path / "var"))
+    assert _run("keys", "rotate").exit_code == 1
+    assert not key_file.exists()
+
+
+def test_a_migrated_database_passes_the_check(clean_env, tmp_path):
+    upgrade(f"sqlite:///{tmp_path / 'broker.db'}")
+    result = _run("keys", "list")
+    assert result.exit_code == 0, result.output
+    assert NOT_MIGRATED not in result.output
+
+
+def test_an_unreachable_database_is_one_line_without_the_url(clean_env, monkeypatch):
+    # Nothing listens on port 1: the connection is refused at once.
+    url = "postgresql+psycopg://broker:db-password-0451@127.0.0.1:1/broker"
+    monkeypatch.setenv("BROKER_DATABASE_URL", url)
+    result = _run("keys", "list")
+    assert result.exit_code == 1
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("cannot reach the database: "), lines
+    assert "db-password-0451" not in result.output
+    assert isinstance(result.exception, SystemExit)

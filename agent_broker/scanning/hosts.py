@@ -74,6 +74,9 @@ WELL_KNOWN_SITES = frozenset(
     stripe.com paypal.com openai.com anthropic.com slack.com notion.so sentry.io fly.io
     heroku.com vercel.com netlify.com render.com imdb.com nytimes.com reuters.com
     bloomberg.com bbc.co.uk sec.gov data.gov census.gov
+    amazon.co.jp rakuten.co.jp yahoo.co.jp mercari.com naver.com daum.net coupang.com
+    baidu.com taobao.com tmall.com jd.com weibo.com zhihu.com bilibili.com shopee.co.th
+    lazada.co.th
     """.split()
 )
 

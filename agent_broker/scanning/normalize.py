@@ -3,8 +3,11 @@
 Zero-width characters ("ig\u200bnore previous instructions"), compatibility forms
 (full-width "＠", mathematical letters), Latin look-alikes from Cyrillic and Greek, digits
 of other scripts ("+٤٤ ٧٧٠٠ ...") and ideographic full stops between ASCII labels
-("acme。io") would slip past ASCII patterns. Only non-ASCII characters are touched, so plain
-ASCII bodies (the common case) are scanned as they are.
+("acme。io") would slip past ASCII patterns. So would ASCII written straight against CJK,
+kana, Hangul or Thai text ("連絡先はbob@acme.ioです"): those scripts put no space between
+words, and the patterns' word boundaries read their characters as letters, so a space is
+inserted wherever ASCII meets them. Only non-ASCII characters are touched, so plain ASCII
+bodies (the common case) are scanned as they are.
 """
 
 from __future__ import annotations
@@ -49,10 +52,6 @@ _INVISIBLE_RANGES = (
     (0xE0100, 0xE01EF),
 )
 INVISIBLE = frozenset(chr(c) for lo, hi in _INVISIBLE_RANGES for c in range(lo, hi + 1))
-_HAS_INVISIBLE = re.compile(
-    "[" + "".join(f"\\U{lo:08x}-\\U{hi:08x}" for lo, hi in _INVISIBLE_RANGES) + "]"
-)
-_NON_ASCII = re.compile(r"[^\x00-\x7f]")
 
 # One-to-one swaps, so every offset stays in place. Cyrillic and Greek letters drawn like
 # Latin ones ("Іgnore", "аpi") and curly quotes ("you’re"), which NFKC leaves alone; and
@@ -68,10 +67,83 @@ _ONE_TO_ONE = str.maketrans(
     if chr(c).isdecimal()
 }
 
+
+def _class_ranges(codes: list[int]) -> str:
+    """The inside of a regex character class holding exactly `codes`."""
+    ranges: list[list[int]] = []
+    for c in sorted(codes):
+        if ranges and ranges[-1][1] == c - 1:
+            ranges[-1][1] = c
+        else:
+            ranges.append([c, c])
+    return "".join(f"\\U{lo:08x}-\\U{hi:08x}" for lo, hi in ranges)
+
+
+# Whether `_ONE_TO_ONE` has anything to swap. `str.translate` looks up every character, so
+# skipping it when nothing matches halves the folding time of a CJK body. (Above the BMP
+# the class takes everything; see `_FOLDED` below.)
+_SWAPPED = re.compile(
+    "[" + _class_ranges([c for c in _ONE_TO_ONE if c <= 0xFFFF]) + "\\U00010000-\\U0010ffff]"
+)
+
+# Characters the fold replaces: invisible ones, and those NFKC changes when taken alone (it
+# changes none beyond the first two planes but the compatibility ideographs at U+2F800).
+# Finding just these lets a body in another script be copied in long runs, not character
+# by character. `re` tests the BMP part of a class with one table lookup but the rest range
+# by range, so the pattern takes every character above the BMP and the set sorts them.
+_FOLDED_CHARS = INVISIBLE | frozenset(
+    chr(c)
+    for c in (*range(0x80, 0x20000), *range(0x2F800, 0x2FA20))
+    if unicodedata.normalize("NFKC", chr(c)) != chr(c)
+)
+_FOLDED = re.compile(
+    "["
+    + _class_ranges([ord(c) for c in _FOLDED_CHARS if ord(c) <= 0xFFFF])
+    + "\\U00010000-\\U0010ffff]"
+)
+
+
+# Scripts written without spaces between words: Thai, Hangul, kana and Han (with their
+# radicals, phonetic extensions and compatibility forms). The patterns' word boundaries
+# read them as letters, so "連絡先はbob@acme.ioです" would hide its address.
+_CJK_LETTER_RANGES = (
+    (0x0E00, 0x0E7F),
+    (0x1100, 0x11FF),
+    (0x2E80, 0x2FDF),
+    (0x3040, 0x30FF),
+    (0x3100, 0x312F),
+    (0x3130, 0x318F),
+    (0x31A0, 0x31BF),
+    (0x31F0, 0x31FF),
+    (0x3400, 0x4DBF),
+    (0x4E00, 0x9FFF),
+    (0xA960, 0xA97F),
+    (0xAC00, 0xD7FF),
+    (0xF900, 0xFAFF),
+    (0xFF66, 0xFFDC),
+    (0x1B000, 0x1B2FF),
+    (0x20000, 0x323AF),
+)
+# Their punctuation ("、", "。", "「") and enclosed or vertical forms.
+_CJK_MARK_RANGES = (
+    (0x3000, 0x303F),
+    (0x3200, 0x33FF),
+    (0xFE10, 0xFE1F),
+    (0xFE30, 0xFE4F),
+    (0xFF61, 0xFF65),
+)
+_CJK_LETTERS = frozenset(chr(c) for lo, hi in _CJK_LETTER_RANGES for c in range(lo, hi + 1))
+_CJK = _CJK_LETTERS | frozenset(chr(c) for lo, hi in _CJK_MARK_RANGES for c in range(lo, hi + 1))
+_HAS_CJK = re.compile(f"[{_class_ranges([ord(c) for c in _CJK])}]")
+_ASCII_RUN = re.compile("[!-~]+")
+
 # NFKC turns "．" (U+FF0E) into ".", but "｡" and "︒" into "。", which it keeps. "。" ends a
 # CJK sentence, so it reads as a host-name dot only between two ASCII letters or digits
-# ("evil。com"); after a sentence, before a space or before CJK text it stays as it is.
+# ("evil。com"), and only when that dotted run of ASCII does not run straight into CJK
+# letters on either side: in "連携先はSlack。AIによる要約" it ends a sentence, and once
+# spaces part the scripts it would otherwise make "slack.ai" out of prose.
 _IDEOGRAPHIC_DOT = re.compile("\u3002(?<=[A-Za-z0-9]\u3002)(?=[A-Za-z0-9])")
+_HOST_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-\u3002")
 
 
 @dataclass(frozen=True)
@@ -100,7 +172,78 @@ class Folded:
 
 
 def _dots(text: str) -> str:
-    return _IDEOGRAPHIC_DOT.sub(".", text) if "\u3002" in text else text
+    """Each "。" between ASCII labels as ".", unless its dotted run touches CJK letters."""
+    if "\u3002" not in text:
+        return text
+    parts: list[str] = []
+    copied_to = 0
+    run_end, in_prose = -1, False
+    for match in _IDEOGRAPHIC_DOT.finditer(text):
+        i = match.start()
+        if i >= run_end:  # a new run: judged once, so "a。a。a。..." stays linear
+            run_start, run_end = i, i + 1
+            while run_start and text[run_start - 1] in _HOST_CHARS:
+                run_start -= 1
+            while run_end < len(text) and text[run_end] in _HOST_CHARS:
+                run_end += 1
+            in_prose = (run_start > 0 and text[run_start - 1] in _CJK_LETTERS) or (
+                run_end < len(text) and text[run_end] in _CJK_LETTERS
+            )
+        if not in_prose:
+            parts += (text[copied_to:i], ".")
+            copied_to = i + 1
+    return "".join(parts) + text[copied_to:] if parts else text
+
+
+def _script_breaks(text: str) -> list[int]:
+    """Positions where a run of ASCII meets CJK text, in order."""
+    if _HAS_CJK.search(text) is None:
+        return []
+    breaks: list[int] = []
+    for run in _ASCII_RUN.finditer(text):
+        start, end = run.span()
+        if start and text[start - 1] in _CJK:
+            breaks.append(start)
+        if end < len(text) and text[end] in _CJK:
+            breaks.append(end)
+    return breaks
+
+
+def _spaced(folded: Folded, breaks: list[int]) -> Folded:
+    """`folded` with a space inserted before each position in `breaks`, and its map
+    extended: text after a space shifts by one, and the space maps to the character after
+    it."""
+    text = folded.text
+    segments = (
+        zip(folded._out, folded._orig, folded._verbatim, strict=True)
+        if folded._out
+        else [(0, 0, True)]
+    )
+    ends = [*folded._out[1:], len(text)] if folded._out else [len(text)]
+    out: list[int] = []
+    orig: list[int] = []
+    verbatim: list[bool] = []
+    j = 0  # spaces inserted so far
+    for (seg_out, seg_orig, seg_verbatim), seg_end in zip(segments, ends, strict=True):
+        piece = seg_out
+        while j < len(breaks) and breaks[j] < seg_end:
+            at = breaks[j]
+            at_orig = seg_orig + (at - seg_out) if seg_verbatim else seg_orig
+            if at > piece:
+                out.append(piece + j)
+                orig.append(seg_orig + (piece - seg_out) if seg_verbatim else seg_orig)
+                verbatim.append(seg_verbatim)
+            out.append(at + j)
+            orig.append(at_orig)
+            verbatim.append(False)
+            piece = at
+            j += 1
+        if piece < seg_end:
+            out.append(piece + j)
+            orig.append(seg_orig + (piece - seg_out) if seg_verbatim else seg_orig)
+            verbatim.append(seg_verbatim)
+    pieces = [text[a:b] for a, b in zip([0, *breaks], [*breaks, len(text)], strict=True)]
+    return Folded(" ".join(pieces), tuple(out), tuple(orig), tuple(verbatim), folded.had_invisible)
 
 
 def fold(text: str, *, invisible: str = "") -> Folded:
@@ -108,40 +251,50 @@ def fold(text: str, *, invisible: str = "") -> Folded:
     "pre\u200bvious" reads as one word; " " reads "ignore\u2060previous" as two)."""
     if text.isascii():
         return Folded(text)
-    text = text.translate(_ONE_TO_ONE)
-    if text.isascii():
-        return Folded(text)
-    has_invisible = _HAS_INVISIBLE.search(text) is not None
-    if not has_invisible and unicodedata.is_normalized("NFKC", text):
-        return Folded(_dots(text))
+    if _SWAPPED.search(text):
+        text = text.translate(_ONE_TO_ONE)
+        if text.isascii():
+            return Folded(text)
     parts: list[str] = []
     out: list[int] = []
     orig: list[int] = []
     verbatim: list[bool] = []
+    had_invisible = False
     written = 0
     copied_to = 0
-    for match in _NON_ASCII.finditer(text):
+    for match in _FOLDED.finditer(text):
         i = match.start()
+        char = text[i]
+        if char not in _FOLDED_CHARS:  # above the BMP and left as it is
+            continue
         if i > copied_to:
             out.append(written)
             orig.append(copied_to)
             verbatim.append(True)
             parts.append(text[copied_to:i])
             written += i - copied_to
-        char = text[i]
-        replacement = invisible if char in INVISIBLE else unicodedata.normalize("NFKC", char)
+        if char in INVISIBLE:
+            had_invisible = True
+            replacement = invisible
+        else:
+            replacement = unicodedata.normalize("NFKC", char)
         if replacement:
             out.append(written)
             orig.append(i)
-            verbatim.append(replacement == char)
+            verbatim.append(False)
             parts.append(replacement)
             written += len(replacement)
         copied_to = i + 1
-    if copied_to < len(text):
-        out.append(written)
-        orig.append(copied_to)
-        verbatim.append(True)
-        parts.append(text[copied_to:])
-    # Same-length swap, so the offset map above still holds.
-    folded = _dots("".join(parts))
-    return Folded(folded, tuple(out), tuple(orig), tuple(verbatim), has_invisible)
+    if copied_to == 0:  # nothing replaced: offsets are the original's
+        folded = Folded(_dots(text))
+    else:
+        if copied_to < len(text):
+            out.append(written)
+            orig.append(copied_to)
+            verbatim.append(True)
+            parts.append(text[copied_to:])
+        # Same-length swap, so the offset map above still holds.
+        text = _dots("".join(parts))
+        folded = Folded(text, tuple(out), tuple(orig), tuple(verbatim), had_invisible)
+    breaks = _script_breaks(folded.text)
+    return _spaced(folded, breaks) if breaks else folded

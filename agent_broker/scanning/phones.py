@@ -44,6 +44,13 @@ _CONTACT_WORD = re.compile(
     r"|text(?:s|ed|ing)?|txt|ring|dial(?:s|l?ed|l?ing)?|fax|hotline|helpline|message|msg"
     r"|ping|contact(?:ed|ing)?|reach)(?![a-z])"
     "|[\u260e\u2706\U0001f4de\U0001f4f1\U0001f4f2]"  # telephone and mobile-phone symbols
+    # The same words in Chinese, Japanese, Korean and Thai (phone, call, mobile, SMS, fax,
+    # hotline, contact, WeChat, KakaoTalk, LINE in Thai only: in kana and Hangul it is also
+    # the word "line"); these scripts need no word boundary.
+    "|电话|電話|致电|致電|来电|來電|拨打|撥打|手机|手機|短信|簡訊|传真|傳真|热线|熱線"
+    "|联系|聯繫|联络|聯絡|微信|携帯|連絡|問い?合わ?せ"
+    "|전화|연락|휴대폰|핸드폰|문자|팩스|카톡|카카오톡"
+    "|โทร|ติดต่อ|มือถือ|แฟกซ์|ไลน์"
 )
 # How far from a number such a word may stand: "WhatsApp or Signal (fastest): +44 ...".
 _WORD_BEFORE, _WORD_AFTER = 40, 24

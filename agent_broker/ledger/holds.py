@@ -15,7 +15,7 @@ from agent_broker.ledger.books import FEES, wallet_code
 from agent_broker.ledger.errors import HoldNotCapturable, InsufficientFunds
 from agent_broker.ledger.events import fee_captured
 from agent_broker.ledger.journal import post_entry
-from agent_broker.ledger.locks import lock_wallet_code
+from agent_broker.ledger.locks import lock_wallet_of_hold
 from agent_broker.ledger.models import Hold, LedgerAccount
 
 _holds = Hold.__table__
@@ -63,11 +63,8 @@ def _settle(
     """Move an active hold to `status` and give its amount back to spendable. Returns the
     hold when this call settled it, None when it was already settled (or had lapsed and
     `live_only` asks for a hold that has not)."""
-    code = session.execute(select(_holds.c.wallet_code).where(_holds.c.id == hold_id)).scalar()
-    if code is None:
-        return None
     # The wallet before its hold: the lock order every money path follows (ledger.locks).
-    lock_wallet_code(session, code)
+    lock_wallet_of_hold(session, hold_id)
     stmt = (
         update(_holds)
         .where(_holds.c.id == hold_id, _holds.c.status == "active")

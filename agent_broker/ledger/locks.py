@@ -14,7 +14,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from agent_broker.ledger.books import wallet_code
-from agent_broker.ledger.models import LedgerAccount
+from agent_broker.ledger.models import Hold, LedgerAccount
 
 _wallets = LedgerAccount.__table__
 
@@ -35,6 +35,9 @@ def lock_wallets(session: Session, account_ids: Iterable[str]) -> None:
         ).all()
 
 
-def lock_wallet_code(session: Session, code: str) -> None:
-    if not _serialised(session):
-        session.execute(select(_wallets.c.code).where(_wallets.c.code == code).with_for_update())
+def lock_wallet_of_hold(session: Session, hold_id: str) -> None:
+    """Lock the wallet a hold belongs to (one round trip), before the hold is settled."""
+    if _serialised(session):
+        return
+    owner = select(Hold.wallet_code).where(Hold.id == hold_id).scalar_subquery()
+    session.execute(select(_wallets.c.code).where(_wallets.c.code == owner).with_for_update())

@@ -4,9 +4,9 @@ while (429 too_many_violations) before anything is scanned again."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from typing import Protocol
 
 from agent_broker.config import Settings
-from agent_broker.http.rate_limits import RateLimiter
 from agent_broker.problems import Problem, Reason
 from agent_broker.scanning.errors import ContactLeak, PromptInjection
 from agent_broker.scanning.service import ensure_clean
@@ -14,6 +14,15 @@ from agent_broker.scanning.service import ensure_clean
 BRAKE = "scanner_violations"
 # What services receive: scan these named texts or raise (bound to the caller by the route).
 Screen = Callable[[Mapping[str, str]], None]
+
+
+class ViolationCounter(Protocol):
+    """What the brake needs of the service's rate limiter (agent_broker.http.rate_limits
+    provides it); the scanner names it rather than reach up into the HTTP layer."""
+
+    def exhausted(self, name: str, limit: str, *identifiers: str) -> bool: ...
+
+    def record(self, name: str, limit: str, *identifiers: str) -> None: ...
 
 
 class TooManyViolations(Problem):
@@ -25,12 +34,12 @@ class TooManyViolations(Problem):
     )
 
 
-def screen_for(limiter: RateLimiter, settings: Settings, account_id: str) -> Screen:
+def screen_for(limiter: ViolationCounter, settings: Settings, account_id: str) -> Screen:
     return lambda fields: screen(limiter, settings, account_id, fields)
 
 
 def screen(
-    limiter: RateLimiter, settings: Settings, account_id: str, fields: Mapping[str, str]
+    limiter: ViolationCounter, settings: Settings, account_id: str, fields: Mapping[str, str]
 ) -> None:
     """ensure_clean, counting each refusal against the account."""
     if limiter.exhausted(BRAKE, settings.violation_limit, account_id):

@@ -7,9 +7,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
-import threading
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -17,7 +14,6 @@ from typing import Any
 
 import psycopg
 import pytest
-import uvicorn
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from sqlalchemy import create_engine, text
@@ -26,6 +22,7 @@ from agent_broker import clock
 from agent_broker.app import create_app
 from agent_broker.config import Settings
 from agent_broker.db.migrate import upgrade
+from tests.helpers import serving
 
 PG_ADMIN_DSN = os.environ.get(
     "BROKER_TEST_POSTGRES_DSN", "postgresql://postgres@127.0.0.1:5432/postgres"
@@ -163,29 +160,11 @@ def client(app: FastAPI) -> Iterator[TestClient]:
         yield test_client
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.fixture
 def live_server(app: FastAPI) -> Iterator[str]:
     """The app served by a real uvicorn on a loopback port, for concurrent requests."""
-    port = _free_port()
-    server = uvicorn.Server(
-        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        if time.monotonic() > deadline:
-            raise RuntimeError("live server did not start")
-        time.sleep(0.02)
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(timeout=10)
+    with serving(app) as (base_url, _port):
+        yield base_url
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import socket
+import threading
+import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
+import uvicorn
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
@@ -75,3 +81,26 @@ def assert_problem(response, status: int, reason: str) -> dict:  # type: ignore[
     assert body["title"]
     assert body["detail"]
     return body
+
+
+@contextmanager
+def serving(app: FastAPI) -> Iterator[tuple[str, int]]:
+    """The app served by a real uvicorn on a free loopback port: (base URL, port)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = uvicorn.Server(
+        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
+    )
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        if time.monotonic() > deadline:
+            raise RuntimeError("live server did not start")
+        time.sleep(0.02)
+    try:
+        yield f"http://127.0.0.1:{port}", port
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)

@@ -33,6 +33,7 @@ from agent_broker.accounts.service import protocol_bindings
 from agent_broker.listings.categories import CATEGORIES
 from tests.helpers import Agent, complete_profile, fund, new_key
 from tests.ledger.sealing import seal_now
+from tests.listings.conftest import LISTING
 
 DOCUMENT_URI = "urn:agent-broker:openapi"
 # Routes of the app deliberately absent from the document (none today). A new route must
@@ -198,14 +199,7 @@ def _api_routes(app: FastAPI) -> set[tuple[str, str]]:
     }
 
 
-SELL = {
-    "title": "Clean and deduplicate CSV exports",
-    "category": "data_processing",
-    "listing_type": "sell",
-    "price_micro": 2_500_000,
-    "body": "I normalise columns, fix encodings and drop duplicate rows. Up to 1 GB per job.",
-    "delivery_deadline_days": 3,
-}
+SELL = LISTING
 BUY = {
     "title": "Need a quick summary of three reports",
     "category": "summarization",

@@ -12,7 +12,7 @@ import time
 import httpx
 import pytest
 
-from tests.helpers import assert_problem, fund, new_key, register
+from tests.helpers import assert_problem, fund, new_key, register, serving
 
 LISTING = {
     "title": "Translate product manuals",
@@ -156,23 +156,8 @@ def slow_app(make_app):
 
 @pytest.fixture
 def slow_server(slow_app):
-    import uvicorn
-
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    server = uvicorn.Server(
-        uvicorn.Config(slow_app, host="127.0.0.1", port=port, log_level="warning", lifespan="off")
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        assert time.monotonic() < deadline, "server did not start"
-        time.sleep(0.02)
-    yield f"http://127.0.0.1:{port}", port
-    server.should_exit = True
-    thread.join(timeout=10)
+    with serving(slow_app) as served:
+        yield served
 
 
 def test_a_trickling_client_delays_no_other_writer(slow_app, slow_server):

@@ -22,7 +22,7 @@ def journal(app: FastAPI, count: int = 1, *, memo: str = "operator adjustment") 
     sequences = []
     with app.state.db.writer() as session:
         for i in range(count):
-            entry = post_entry(
+            sequence = post_entry(
                 session,
                 kind="test_adjustment",
                 memo=f"{memo} {i}",
@@ -30,7 +30,7 @@ def journal(app: FastAPI, count: int = 1, *, memo: str = "operator adjustment") 
                 now=clock.now(),
                 reference=f"ref-{i}",
             )
-            sequences.append(entry.sequence)
+            sequences.append(sequence)
         session.commit()
     return sequences
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from agent_broker.accounts.models import Account
+from agent_broker.accounts.models import AccountRecord
 
 
 class CredentialKind(StrEnum):
@@ -21,7 +21,8 @@ class CredentialKind(StrEnum):
 
 @dataclass(frozen=True)
 class Caller:
-    account: Account  # loaded in the request's session; services reuse it
+    # The account's row as authentication read it, in the request's transaction.
+    account: AccountRecord
     via: CredentialKind
     # The scopes the credential carries; None means every scope (an API key).
     scopes: frozenset[str] | None = None

@@ -10,12 +10,16 @@ import secrets
 from sqlalchemy import bindparam, select
 from sqlalchemy.orm import Session
 
-from agent_broker.accounts.models import Account
+from agent_broker.accounts.models import Account, AccountRecord
 from agent_broker.config import Settings
+from agent_broker.db.prepared import Prepared
 
 KEY_PREFIX = "ab_live_"
-# Built once: every authenticated request runs it, and building costs more than running.
-_BY_KEY_HASH = select(Account).where(Account.api_key_hash == bindparam("key_hash"))
+# Every authenticated request runs it: a prepared statement returning the row, not an
+# entity (routes that change the account load the entity themselves).
+_BY_KEY_HASH = Prepared(
+    select(Account.__table__).where(Account.__table__.c.api_key_hash == bindparam("key_hash"))
+)
 
 
 def new_api_key() -> str:
@@ -38,11 +42,13 @@ def handle_for(settings: Settings, account_id: str) -> str:
     return _digest(settings.key_hash_secret, b"handle\x00", account_id)[:12]
 
 
-def account_for_key(session: Session, settings: Settings, presented: str) -> Account | None:
+def account_for_key(
+    session: Session, settings: Settings, presented: str
+) -> AccountRecord | None:
     if len(presented) > 200:
         return None
     wanted = hash_api_key(settings, presented)
-    account = session.scalars(_BY_KEY_HASH, {"key_hash": wanted}).one_or_none()
+    account = _BY_KEY_HASH.one_or_none(session, key_hash=wanted)
     # The index finds the row; the comparison itself is constant-time.
     if account is None or not hmac.compare_digest(account.api_key_hash, wanted):
         return None

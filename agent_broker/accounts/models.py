@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Protocol
 
 from sqlalchemy import CheckConstraint, String
 from sqlalchemy.orm import Mapped, mapped_column
@@ -25,3 +26,32 @@ class Account(Base):
     deal_route: Mapped[str | None] = mapped_column(String(2048))
     route_protocol_binding: Mapped[str | None] = mapped_column(String(300))
     agent_card_url: Mapped[str | None] = mapped_column(String(2048))
+
+
+class AccountRecord(Protocol):
+    """An account as read: the entity above or its row (what authentication loads)."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def handle(self) -> str: ...
+    @property
+    def api_key_hash(self) -> str: ...
+    @property
+    def key_preview(self) -> str: ...
+    @property
+    def status(self) -> str: ...
+    @property
+    def created_at(self) -> datetime: ...
+    @property
+    def contact_name(self) -> str | None: ...
+    @property
+    def contact_email(self) -> str | None: ...
+    @property
+    def contact_url(self) -> str | None: ...
+    @property
+    def deal_route(self) -> str | None: ...
+    @property
+    def route_protocol_binding(self) -> str | None: ...
+    @property
+    def agent_card_url(self) -> str | None: ...

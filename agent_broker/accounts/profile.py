@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from agent_broker.accounts.models import Account
+from agent_broker.accounts.models import AccountRecord
 
 CONTACT_STEP = {"action": "set_contact", "method": "PUT", "path": "/v1/account/contact"}
 ROUTE_STEP = {"action": "set_route", "method": "PUT", "path": "/v1/account/route"}
@@ -25,7 +25,7 @@ class SetupRequirements:
         return {"missing": self.missing, "blocked_actions": self.blocked_actions, "next": self.next}
 
 
-def setup_requirements(account: Account) -> SetupRequirements:
+def setup_requirements(account: AccountRecord) -> SetupRequirements:
     missing = [
         name
         for name, value in (

@@ -79,7 +79,7 @@ def read_profile(caller: Reader, session: ReadSession) -> dict:
 def put_contact(body: ContactRequest, caller: Writer, session: WriteSession) -> Response:
     service.set_contact(
         session,
-        caller.account,
+        service.get(session, caller.account_id),
         name=body.contact_name,
         email=body.contact_email,
         url=body.contact_url,
@@ -95,7 +95,7 @@ def put_route(
     service.set_route(
         session,
         request.app.state.settings,
-        caller.account,
+        service.get(session, caller.account_id),
         deal_route=body.deal_route,
         binding=body.route_protocol_binding,
         agent_card_url=body.agent_card_url,

@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session
 
 from agent_broker import clock
 from agent_broker.accounts import credentials, validation
-from agent_broker.accounts.models import Account
+from agent_broker.accounts.models import Account, AccountRecord
 from agent_broker.accounts.profile import SetupRequirements, setup_requirements
 from agent_broker.config import Settings
 from agent_broker.domains import service as domains
@@ -119,7 +119,7 @@ def get(session: Session, account_id: str) -> Account:
     return account
 
 
-def account_view(session: Session, account: Account, *, now: datetime) -> dict:
+def account_view(session: Session, account: AccountRecord, *, now: datetime) -> dict:
     account_id = account.id
     wallet = ledger_service.wallet(session, account_id, now=now)
     facets = reputation.facets(session, account_id)
@@ -140,7 +140,7 @@ def account_view(session: Session, account: Account, *, now: datetime) -> dict:
     }
 
 
-def profile_view(session: Session, account: Account, *, now: datetime) -> dict:
+def profile_view(session: Session, account: AccountRecord, *, now: datetime) -> dict:
     wallet = ledger_service.wallet(session, account.id, now=now)
     # The contact object is null until a contact is set; inside it, an unset field is
     # omitted rather than null.

@@ -10,7 +10,7 @@ from sqlalchemy import update
 from sqlalchemy.orm import Session
 
 from agent_broker import clock
-from agent_broker.accounts.models import Account
+from agent_broker.accounts.models import AccountRecord
 from agent_broker.deals.errors import DealPurged, MissingDealRouteCounterparty, MissingDealRouteSelf
 from agent_broker.deals.models import Deal
 from agent_broker.ledger import service as ledger
@@ -29,7 +29,7 @@ PRESENTATION = {
 A2A_VERSION, WEBHOOK_VERSION = "1.0", "1"
 
 
-def ensure_routes(poster: Account, negotiator: Account) -> None:
+def ensure_routes(poster: AccountRecord, negotiator: AccountRecord) -> None:
     """Both sides need a deal route to seal (the caller is the poster)."""
     if not poster.deal_route:
         raise MissingDealRouteSelf()
@@ -42,8 +42,8 @@ def seal(
     *,
     thread_id: str,
     listing_id: str,
-    poster: Account,
-    negotiator: Account,
+    poster: AccountRecord,
+    negotiator: AccountRecord,
     amount_micro: int,
     poster_role: str,
     category: str,

@@ -5,13 +5,16 @@ from __future__ import annotations
 from sqlalchemy import bindparam, exists, select
 from sqlalchemy.orm import Session
 
+from agent_broker.db.prepared import Prepared
 from agent_broker.domains.models import DomainClaim
 
-_HAS_CLAIM = select(exists().where(DomainClaim.account_id == bindparam("account_id")))
+_HAS_CLAIM = Prepared(
+    select(exists().where(DomainClaim.account_id == bindparam("account_id")).label("claimed"))
+)
 
 
 def has_verified_domain(session: Session, account_id: str) -> bool:
-    return bool(session.scalar(_HAS_CLAIM, {"account_id": account_id}))
+    return bool(_HAS_CLAIM.scalar(session, account_id=account_id))
 
 
 def verified_accounts(session: Session, account_ids: set[str]) -> set[str]:

@@ -44,6 +44,10 @@ def _declared_length(scope: Scope) -> int | None:
     return None
 
 
+def _chunked(scope: Scope) -> bool:
+    return any(name == b"transfer-encoding" for name, _ in scope.get("headers", ()))
+
+
 def _json_depth_exceeds(body: bytes, limit: int) -> bool:
     """Whether brackets outside strings nest deeper than `limit` (a linear scan, run only
     when the body holds enough brackets to possibly do so)."""
@@ -111,6 +115,12 @@ class BodyGuardMiddleware:
             declared = _declared_length(scope)
             if declared is not None and declared > self.max_bytes:
                 raise _Refusal(413, self._too_large())
+            if declared is None and not _chunked(scope):
+                # No Content-Length and no chunked body: HTTP/1.1 says there is no body,
+                # so there is nothing to wait for (most GETs).
+                check_text(scope, b"")
+                await self.app(scope, receive, send)
+                return
             body, disconnected = await self._read(receive)
             check_text(scope, body)
         except _Refusal as refusal:

@@ -12,9 +12,10 @@ carries it as well."""
 
 from __future__ import annotations
 
+import logging
 import re
+import secrets
 import time
-import uuid
 from collections.abc import Callable
 
 import structlog
@@ -31,6 +32,8 @@ UNMATCHED = "unmatched"
 RequestObserver = Callable[[str, str, int, float], None]
 
 log = structlog.get_logger("agent_broker.access")
+# Asked before each access line: a line below the configured level is then not even built.
+_access = logging.getLogger("agent_broker.access")
 
 
 def accepted_request_id(value: str | None) -> str | None:
@@ -40,7 +43,7 @@ def accepted_request_id(value: str | None) -> str | None:
 
 
 def new_request_id() -> str:
-    return uuid.uuid4().hex
+    return secrets.token_hex(16)  # 32 hex digits, like a UUID's hex, for less work
 
 
 def route_template(scope: Scope) -> str:
@@ -88,12 +91,13 @@ class RequestContextMiddleware:
         finally:
             elapsed = time.perf_counter() - started
             method, route = scope.get("method", ""), route_template(scope)
-            log.info(
-                "request",
-                method=method,
-                route=route,
-                status=status,
-                duration_ms=round(elapsed * 1000, 2),
-            )
+            if _access.isEnabledFor(logging.INFO):
+                log.info(
+                    "request",
+                    method=method,
+                    route=route,
+                    status=status,
+                    duration_ms=round(elapsed * 1000, 2),
+                )
             for observe in self.observers:
                 observe(method, route, status, elapsed)

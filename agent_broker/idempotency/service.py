@@ -17,12 +17,59 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import delete, select
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy import bindparam, delete, select, update
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
+from agent_broker.db.prepared import Prepared
 from agent_broker.idempotency.models import IdempotencyRecord
 from agent_broker.problems import IdempotencyKeyReuse, InvalidInput
+
+_records = IdempotencyRecord.__table__
+_FIND = Prepared(
+    select(
+        _records.c.id,
+        _records.c.request_hash,
+        _records.c.response_status,
+        _records.c.response_body,
+        _records.c.created_at,
+    ).where(
+        _records.c.scope == bindparam("scope"),
+        _records.c.route == bindparam("route"),
+        _records.c.key == bindparam("key"),
+    )
+)
+# INSERT ... ON CONFLICT DO NOTHING on both databases: a concurrent claim of the
+# same key makes this wait on the unique index until that claim commits or rolls back,
+# then insert nothing (no row returned) or insert, without a savepoint around it.
+_CLAIM = Prepared(
+    lambda dialect: (postgresql if dialect == "postgresql" else sqlite)
+    .insert(_records)
+    .values(
+        scope=bindparam("scope"),
+        route=bindparam("route"),
+        key=bindparam("key"),
+        request_hash=bindparam("request_hash"),
+        response_status=0,
+        response_body="",
+        created_at=bindparam("now"),
+    )
+    .on_conflict_do_nothing()
+    .returning(_records.c.id)
+)
+_ANSWER = Prepared(
+    update(_records)
+    .where(_records.c.id == bindparam("id"))
+    .values(response_status=bindparam("status"), response_body=bindparam("body"))
+)
+_FORGET = Prepared(delete(_records).where(_records.c.id == bindparam("id")))
+
+
+@dataclass(frozen=True)
+class _Kept:
+    request_hash: str
+    response_status: int
+    response_body: str
 
 HEADER = "Idempotency-Key"
 MAX_KEY_LENGTH = 255
@@ -84,53 +131,42 @@ def run_once(
     record = _claimed(session, scope, key, now)
     if record is not None:
         return replayed(_kept(record, key))
-    claim = IdempotencyRecord(
+    claim_id = _CLAIM.scalar(
+        session,
         scope=scope,
         route=key.operation,
         key=key.key,
         request_hash=key.fingerprint,
-        response_status=0,
-        response_body="",
-        created_at=now,
+        now=now,
     )
-    try:
-        with session.begin_nested():
-            session.add(claim)
-            session.flush()
-    except IntegrityError:
+    if claim_id is None:
         # A concurrent call with this key committed first: answer as it did.
         record = _claimed(session, scope, key, now)
         if record is None:
-            raise
+            raise RuntimeError("an idempotency key was neither claimable nor claimed")
         return replayed(_kept(record, key))
     outcome = compute()
-    claim.response_status = outcome.status
-    claim.response_body = json.dumps(stored(outcome.body), separators=(",", ":"))
-    session.flush()
+    _ANSWER.execute(
+        session,
+        id=claim_id,
+        status=outcome.status,
+        body=json.dumps(stored(outcome.body), separators=(",", ":")),
+    )
     return outcome
 
 
-def _claimed(
-    session: Session, scope: str, key: IdempotencyKey, now: datetime
-) -> IdempotencyRecord | None:
-    record = session.scalars(
-        select(IdempotencyRecord)
-        .where(
-            IdempotencyRecord.scope == scope,
-            IdempotencyRecord.route == key.operation,
-            IdempotencyRecord.key == key.key,
-        )
-        .execution_options(populate_existing=True)
-    ).one_or_none()
-    if record is not None and record.created_at <= now - key.retention:
-        # Past retention the key is forgotten and may be used afresh.
-        session.execute(delete(IdempotencyRecord).where(IdempotencyRecord.id == record.id))
-        session.flush()
+def _claimed(session: Session, scope: str, key: IdempotencyKey, now: datetime) -> _Kept | None:
+    record = _FIND.one_or_none(session, scope=scope, route=key.operation, key=key.key)
+    if record is None:
         return None
-    return record
+    if record.created_at <= now - key.retention:
+        # Past retention the key is forgotten and may be used afresh.
+        _FORGET.execute(session, id=record.id)
+        return None
+    return _Kept(record.request_hash, record.response_status, record.response_body)
 
 
-def _kept(record: IdempotencyRecord, key: IdempotencyKey) -> Outcome:
+def _kept(record: _Kept, key: IdempotencyKey) -> Outcome:
     if record.request_hash != key.fingerprint:
         raise IdempotencyKeyReuse()
     return Outcome(record.response_status, json.loads(record.response_body), replayed=True)

@@ -6,11 +6,13 @@ exactly once even when a request and the expiry job race for it."""
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import select, update
+from sqlalchemy import bindparam, insert, select, update
 from sqlalchemy.orm import Session
 
+from agent_broker.db.prepared import Prepared
 from agent_broker.ledger.books import FEES, wallet_code
 from agent_broker.ledger.errors import HoldNotCapturable, InsufficientFunds
 from agent_broker.ledger.events import fee_captured
@@ -21,6 +23,62 @@ from agent_broker.ledger.models import Hold, LedgerAccount
 _holds = Hold.__table__
 _wallets = LedgerAccount.__table__
 
+_RESERVE = Prepared(
+    update(_wallets)
+    .where(_wallets.c.code == bindparam("code"))
+    .where(_wallets.c.total_micro - _wallets.c.held_micro >= bindparam("amount"))
+    .values(held_micro=_wallets.c.held_micro + bindparam("amount"))
+)
+_UNRESERVE = Prepared(
+    update(_wallets)
+    .where(_wallets.c.code == bindparam("code"))
+    .values(held_micro=_wallets.c.held_micro - bindparam("amount"))
+)
+_INSERT_HOLD = Prepared(
+    insert(_holds).values(
+        id=bindparam("id"),
+        wallet_code=bindparam("code"),
+        amount_micro=bindparam("amount"),
+        status="active",
+        reference=bindparam("reference"),
+        created_at=bindparam("now"),
+        expires_at=bindparam("expires_at"),
+    )
+)
+_SETTLE = Prepared(
+    update(_holds)
+    .where(_holds.c.id == bindparam("hold_id"), _holds.c.status == "active")
+    .values(status=bindparam("status"), settled_at=bindparam("now"))
+    .returning(_holds.c.wallet_code, _holds.c.amount_micro, _holds.c.reference)
+)
+_SETTLE_LIVE = Prepared(
+    update(_holds)
+    .where(
+        _holds.c.id == bindparam("hold_id"),
+        _holds.c.status == "active",
+        _holds.c.expires_at > bindparam("now"),
+    )
+    .values(status=bindparam("status"), settled_at=bindparam("now"))
+    .returning(_holds.c.wallet_code, _holds.c.amount_micro, _holds.c.reference)
+)
+_LAPSED_OF_WALLET = Prepared(
+    select(_holds.c.id)
+    .where(
+        _holds.c.status == "active",
+        _holds.c.expires_at <= bindparam("now"),
+        _holds.c.wallet_code == bindparam("code"),
+    )
+    .order_by(_holds.c.expires_at)
+    .limit(bindparam("limit"))
+)
+
+
+@dataclass(frozen=True)
+class SettledHold:
+    wallet_code: str
+    amount_micro: int
+    reference: str | None
+
 
 def take_hold(
     session: Session,
@@ -30,58 +88,41 @@ def take_hold(
     reference: str,
     expires_at: datetime,
     now: datetime,
-) -> Hold:
+) -> str:
+    """Set money aside from the account's spendable balance; the new hold's id."""
     if type(amount_micro) is not int or amount_micro <= 0:
         raise ValueError("a hold amount must be a positive integer")
     code = wallet_code(account_id)
     settle_lapsed_holds(session, now=now, account_id=account_id)
-    result = session.execute(
-        update(_wallets)
-        .where(_wallets.c.code == code)
-        .where(_wallets.c.total_micro - _wallets.c.held_micro >= amount_micro)
-        .values(held_micro=_wallets.c.held_micro + amount_micro)
-    )
-    if result.rowcount != 1:
+    if _RESERVE.execute(session, code=code, amount=amount_micro) != 1:
         raise InsufficientFunds()
-    hold = Hold(
-        id=str(uuid.uuid4()),
-        wallet_code=code,
-        amount_micro=amount_micro,
-        status="active",
+    hold_id = str(uuid.uuid4())
+    _INSERT_HOLD.execute(
+        session,
+        id=hold_id,
+        code=code,
+        amount=amount_micro,
         reference=reference,
-        created_at=now,
+        now=now,
         expires_at=expires_at,
     )
-    session.add(hold)
-    session.flush()
-    return hold
+    return hold_id
 
 
 def _settle(
     session: Session, hold_id: str, status: str, now: datetime, *, live_only: bool
-) -> Hold | None:
+) -> SettledHold | None:
     """Move an active hold to `status` and give its amount back to spendable. Returns the
     hold when this call settled it, None when it was already settled (or had lapsed and
     `live_only` asks for a hold that has not)."""
     # The wallet before its hold: the lock order every money path follows (ledger.locks).
     lock_wallet_of_hold(session, hold_id)
-    stmt = (
-        update(_holds)
-        .where(_holds.c.id == hold_id, _holds.c.status == "active")
-        .values(status=status, settled_at=now)
-    )
-    if live_only:
-        stmt = stmt.where(_holds.c.expires_at > now)
-    if session.execute(stmt).rowcount != 1:
+    statement = _SETTLE_LIVE if live_only else _SETTLE
+    row = statement.one_or_none(session, hold_id=hold_id, status=status, now=now)
+    if row is None:
         return None
-    hold = session.get(Hold, hold_id, populate_existing=True)
-    assert hold is not None
-    session.execute(
-        update(_wallets)
-        .where(_wallets.c.code == hold.wallet_code)
-        .values(held_micro=_wallets.c.held_micro - hold.amount_micro)
-    )
-    return hold
+    _UNRESERVE.execute(session, code=row.wallet_code, amount=row.amount_micro)
+    return SettledHold(row.wallet_code, row.amount_micro, row.reference)
 
 
 def release_hold(session: Session, hold_id: str, *, now: datetime) -> bool:
@@ -112,13 +153,20 @@ def settle_lapsed_holds(
     session: Session, *, now: datetime, account_id: str | None = None, limit: int = 1000
 ) -> int:
     """Give lapsed holds back to spendable; for one wallet (on read) or all (the job)."""
-    query = select(_holds.c.id).where(_holds.c.status == "active", _holds.c.expires_at <= now)
     if account_id is not None:
-        query = query.where(_holds.c.wallet_code == wallet_code(account_id))
+        hold_ids = _LAPSED_OF_WALLET.all(
+            session, now=now, code=wallet_code(account_id), limit=limit
+        )
+    else:
+        # Wallet by wallet in code order, the order finalize locks them in (ledger.locks).
+        hold_ids = session.execute(
+            select(_holds.c.id)
+            .where(_holds.c.status == "active", _holds.c.expires_at <= now)
+            .order_by(_holds.c.wallet_code, _holds.c.expires_at)
+            .limit(limit)
+        ).all()
     settled = 0
-    # Wallet by wallet in code order, the order finalize locks them in (ledger.locks).
-    ordered = query.order_by(_holds.c.wallet_code, _holds.c.expires_at).limit(limit)
-    for hold_id in session.execute(ordered).scalars():
+    for (hold_id,) in hold_ids:
         if _settle(session, hold_id, "lapsed", now, live_only=False) is not None:
             settled += 1
     return settled

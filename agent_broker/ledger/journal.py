@@ -7,16 +7,55 @@ import uuid
 from collections.abc import Sequence
 from datetime import datetime
 
-from sqlalchemy import insert, update
+from sqlalchemy import bindparam, insert, update
 from sqlalchemy.orm import Session
 
+from agent_broker.db.prepared import Prepared
 from agent_broker.ledger.books import is_wallet
 from agent_broker.ledger.errors import InsufficientFunds, UnbalancedEntry
 from agent_broker.ledger.models import JournalEntry, LedgerAccount, Posting
 
+# Prepared statements, not ORM objects: an entry is written on every paid request, and
+# the unit of work's bookkeeping cost more than the statements themselves.
 _entries = JournalEntry.__table__
-_INSERT_ENTRY = insert(_entries).returning(_entries.c.sequence)
-_INSERT_POSTINGS = insert(Posting.__table__)
+_postings = Posting.__table__
+_wallet = LedgerAccount.__table__
+_INSERT_ENTRY = Prepared(
+    insert(_entries)
+    .values(
+        id=bindparam("id"),
+        kind=bindparam("kind"),
+        memo=bindparam("memo"),
+        reference=bindparam("reference"),
+        real_money=bindparam("real_money"),
+        created_at=bindparam("created_at"),
+    )
+    .returning(_entries.c.sequence)
+)
+_INSERT_POSTING = Prepared(
+    insert(_postings).values(
+        entry_sequence=bindparam("sequence"),
+        account_code=bindparam("code"),
+        amount_micro=bindparam("amount"),
+    )
+)
+# A debit lands only if the spendable balance covers it: the database refuses overdrafts.
+_DEBIT = Prepared(
+    update(_wallet)
+    .where(_wallet.c.code == bindparam("code"))
+    .where(_wallet.c.total_micro - _wallet.c.held_micro >= bindparam("covered"))
+    .values(total_micro=_wallet.c.total_micro - bindparam("covered"))
+)
+_CREDIT = Prepared(
+    update(_wallet)
+    .where(_wallet.c.code == bindparam("code"))
+    .values(total_micro=_wallet.c.total_micro + bindparam("amount"))
+)
+_CREDIT_REAL = Prepared(
+    update(_wallet)
+    .where(_wallet.c.code == bindparam("code"))
+    .values(total_micro=_wallet.c.total_micro + bindparam("amount"), funded=True)
+)
 
 
 def post_entry(
@@ -46,44 +85,25 @@ def post_entry(
         if is_wallet(code):
             _move_wallet(session, code, amount, real_money=real_money)
 
-    # Prebuilt Core inserts, not ORM objects: an entry is written on every paid request, and
-    # the unit of work's bookkeeping cost more than the two statements themselves.
-    sequence = session.execute(
-        _INSERT_ENTRY,
-        {
-            "id": str(uuid.uuid4()),
-            "kind": kind,
-            "memo": memo[:500],
-            "reference": reference,
-            "real_money": real_money,
-            "created_at": now,
-        },
-    ).scalar_one()
-    session.execute(
-        _INSERT_POSTINGS,
-        [
-            {"entry_sequence": sequence, "account_code": code, "amount_micro": amount}
-            for code, amount in postings
-        ],
+    sequence = _INSERT_ENTRY.scalar(
+        session,
+        id=str(uuid.uuid4()),
+        kind=kind,
+        memo=memo[:500],
+        reference=reference,
+        real_money=real_money,
+        created_at=now,
     )
-    return sequence
+    for code, amount in postings:
+        _INSERT_POSTING.execute(session, sequence=sequence, code=code, amount=amount)
+    return int(sequence)
 
 
 def _move_wallet(session: Session, code: str, amount: int, *, real_money: bool) -> None:
-    wallet = LedgerAccount.__table__
     if amount < 0:
-        result = session.execute(
-            update(wallet)
-            .where(wallet.c.code == code)
-            .where(wallet.c.total_micro - wallet.c.held_micro >= -amount)
-            .values(total_micro=wallet.c.total_micro + amount)
-        )
-        if result.rowcount != 1:
+        if _DEBIT.execute(session, code=code, covered=-amount) != 1:
             raise InsufficientFunds()
         return
-    values: dict[str, object] = {"total_micro": wallet.c.total_micro + amount}
-    if real_money:
-        values["funded"] = True
-    result = session.execute(update(wallet).where(wallet.c.code == code).values(**values))
-    if result.rowcount != 1:
+    statement = _CREDIT_REAL if real_money else _CREDIT
+    if statement.execute(session, code=code, amount=amount) != 1:
         raise LookupError(f"no wallet {code}")

@@ -8,6 +8,7 @@ from datetime import datetime
 from sqlalchemy import bindparam, func, select
 from sqlalchemy.orm import Session
 
+from agent_broker.db.prepared import Prepared
 from agent_broker.ledger import books
 from agent_broker.ledger.events import fee_captured
 from agent_broker.ledger.holds import capture_hold, release_hold, settle_lapsed_holds, take_hold
@@ -39,10 +40,14 @@ _LAPSED = (
         Hold.expires_at <= bindparam("now"),
     )
     .scalar_subquery()
+    .label("lapsed_micro")
 )
-_WALLET_AS_OF = select(
-    LedgerAccount.total_micro, LedgerAccount.held_micro, LedgerAccount.funded, _LAPSED
-).where(LedgerAccount.code == bindparam("code"))
+_WALLET_AS_OF = Prepared(
+    select(
+        LedgerAccount.total_micro, LedgerAccount.held_micro, LedgerAccount.funded, _LAPSED
+    ).where(LedgerAccount.code == bindparam("code"))
+)
+_FUNDED = Prepared(select(LedgerAccount.funded).where(LedgerAccount.code == bindparam("code")))
 
 
 @dataclass(frozen=True)
@@ -73,19 +78,15 @@ def wallet(session: Session, account_id: str, *, now: datetime) -> WalletView:
     A pure read, so read-only requests never take a write lock: the lapsed holds' rows
     are settled by the next write on this wallet or by the expire-holds job, and both
     arrive at exactly these figures."""
-    row = session.execute(_WALLET_AS_OF, {"code": books.wallet_code(account_id), "now": now}).one()
-    held = row.held_micro - int(row[3])
+    row = _WALLET_AS_OF.one(session, code=books.wallet_code(account_id), now=now)
+    held = row.held_micro - int(row.lapsed_micro)
     return WalletView(
         spendable_micro=row.total_micro - held, held_micro=held, funded=bool(row.funded)
     )
 
 
 def is_funded(session: Session, account_id: str) -> bool:
-    return bool(
-        session.scalar(
-            select(LedgerAccount.funded).where(LedgerAccount.code == books.wallet_code(account_id))
-        )
-    )
+    return bool(_FUNDED.scalar(session, code=books.wallet_code(account_id)))
 
 
 def credit(
@@ -145,6 +146,9 @@ def funded_accounts(session: Session, account_ids: set[str]) -> set[str]:
     """Which of these accounts were ever funded with real money (one query)."""
     if not account_ids:
         return set()
+    if len(account_ids) == 1:  # a single listing or deal: the prepared lookup
+        (only,) = account_ids
+        return {only} if is_funded(session, only) else set()
     codes = {books.wallet_code(a) for a in account_ids}
     rows = session.scalars(
         select(LedgerAccount.owner_id).where(

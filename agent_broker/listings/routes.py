@@ -42,7 +42,7 @@ def post_listing(
 ) -> dict:
     outcome = service.post_once(
         session,
-        caller.account_id,
+        caller.account,
         body,
         idempotency,
         screen=screens.for_caller(caller),

@@ -7,11 +7,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import Select, bindparam, func, select, tuple_, update
+from sqlalchemy import Select, bindparam, func, insert, select, tuple_, update
 from sqlalchemy.orm import Session
 
-from agent_broker.accounts import service as accounts
+from agent_broker.accounts.models import AccountRecord
 from agent_broker.db.base import UTCDateTime
+from agent_broker.db.prepared import Prepared
 from agent_broker.idempotency.service import IdempotencyKey, Outcome, run_once
 from agent_broker.ledger import books
 from agent_broker.ledger import service as ledger
@@ -55,9 +56,33 @@ class FeedQuery:
     listing_type: str | None = None
 
 
+_listings = Listing.__table__
+_INSERT = Prepared(
+    insert(_listings)
+    .values(
+        id=bindparam("id"),
+        poster_id=bindparam("poster_id"),
+        poster_handle=bindparam("poster_handle"),
+        status="live",
+        listing_type=bindparam("listing_type"),
+        category=bindparam("category"),
+        title=bindparam("title"),
+        body=bindparam("body"),
+        price_micro=bindparam("price_micro"),
+        delivery_deadline_days=bindparam("delivery_deadline_days"),
+        created_at=bindparam("created_at"),
+        expires_at=bindparam("expires_at"),
+    )
+    .returning(*_listings.c)
+)
+_POSTED = Prepared(
+    select(func.count().label("posted")).where(_listings.c.poster_id == bindparam("poster_id"))
+)
+
+
 def post(
     session: Session,
-    account_id: str,
+    poster: AccountRecord,
     request: PostListingRequest,
     *,
     screen: Screen,
@@ -71,10 +96,9 @@ def post(
     category = categories.for_listing(request.category, price)
     screen({"title": title, "body": request.body})
 
-    if (
-        not ledger.is_funded(session, account_id)
-        and _posted(session, account_id) >= UNFUNDED_LISTING_CAP
-    ):
+    account_id = poster.id
+    funded = ledger.is_funded(session, account_id)
+    if not funded and _posted(session, account_id) >= UNFUNDED_LISTING_CAP:
         raise ListingCapReached()
     listing_id = str(uuid.uuid4())
     # The fee's conditional update locks the wallet row, so the cap is counted again
@@ -90,16 +114,16 @@ def post(
         now=now,
     )
     reputation.touch(session, [account_id], now=now)
-    funded = ledger.is_funded(session, account_id)
-    if not funded and _posted(session, account_id) >= UNFUNDED_LISTING_CAP:
-        raise ListingCapReached()
+    if not funded:
+        funded = ledger.is_funded(session, account_id)
+        if not funded and _posted(session, account_id) >= UNFUNDED_LISTING_CAP:
+            raise ListingCapReached()
 
-    account = accounts.get(session, account_id)
-    listing = Listing(
+    listing = _INSERT.one(
+        session,
         id=listing_id,
         poster_id=account_id,
-        poster_handle=account.handle,
-        status="live",
+        poster_handle=poster.handle,
         listing_type=request.listing_type,
         category=category,
         title=title,
@@ -109,15 +133,14 @@ def post(
         created_at=now,
         expires_at=now + ttl,
     )
-    session.add(listing)
-    session.flush()
-    standing = _standings(session, [listing]).get(listing.id)
+    facet = reputation.facets(session, account_id).get(poster_role(listing))
+    standing = _standing(facet, funded) if facet is not None else None
     return listing_view(listing, now=now, standing=standing, with_body=True, with_avg_rating=False)
 
 
 def post_once(
     session: Session,
-    account_id: str,
+    poster: AccountRecord,
     request: PostListingRequest,
     key: IdempotencyKey,
     *,
@@ -126,19 +149,14 @@ def post_once(
     now: datetime,
 ) -> Outcome:
     def create() -> Outcome:
-        listing = post(session, account_id, request, screen=screen, ttl=ttl, now=now)
+        listing = post(session, poster, request, screen=screen, ttl=ttl, now=now)
         return Outcome(201, listing)
 
-    return run_once(session, account_id, key, create, now=now)
+    return run_once(session, poster.id, key, create, now=now)
 
 
 def _posted(session: Session, account_id: str) -> int:
-    return (
-        session.scalar(
-            select(func.count()).select_from(Listing).where(Listing.poster_id == account_id)
-        )
-        or 0
-    )
+    return int(_POSTED.scalar(session, poster_id=account_id) or 0)
 
 
 def get(session: Session, listing_id: str) -> Listing:
@@ -274,15 +292,18 @@ def _standings(session: Session, listings: Iterable[ListingLike]) -> dict[str, P
     standings = {}
     for row in listings:
         facet = facets.get(row.poster_id, {}).get(poster_role(row))
-        if facet is None:
-            continue
-        standings[row.id] = PosterStanding(
-            rating_sum=facet["rating_sum"],
-            rating_count=facet["rating_count"],
-            finalized_count=facet["finalized_count"],
-            funded=row.poster_id in funded,
-        )
+        if facet is not None:
+            standings[row.id] = _standing(facet, row.poster_id in funded)
     return standings
+
+
+def _standing(facet: dict[str, int], funded: bool) -> PosterStanding:
+    return PosterStanding(
+        rating_sum=facet["rating_sum"],
+        rating_count=facet["rating_count"],
+        finalized_count=facet["finalized_count"],
+        funded=funded,
+    )
 
 
 def expire_due(session: Session, *, now: datetime) -> int:

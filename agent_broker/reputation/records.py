@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session, aliased
 
 from agent_broker import clock
 from agent_broker.accounts import directory
-from agent_broker.accounts.models import Account
+from agent_broker.accounts.models import AccountRecord
 from agent_broker.domains import service as domains
 from agent_broker.ledger import service as ledger
 from agent_broker.problems import NotFound
@@ -118,7 +118,7 @@ def _columns(row: Row, names: tuple[str, ...]) -> tuple[int, ...]:
     return tuple(getattr(row, name) or 0 for name in names)
 
 
-def public_record(session: Session, account: Account, *, now: datetime) -> dict[str, Any]:
+def public_record(session: Session, account: AccountRecord, *, now: datetime) -> dict[str, Any]:
     """The public record of an account (SPEC 2.3)."""
     found = _standing(session, {account.id: account.created_at}, now)
     if account.id not in found:
@@ -140,7 +140,7 @@ def lookup(
     return public_record(session, account, now=now)
 
 
-def statement_claims(session: Session, account: Account, *, now: datetime) -> dict[str, Any]:
+def statement_claims(session: Session, account: AccountRecord, *, now: datetime) -> dict[str, Any]:
     """What a signed statement carries: the public record's fields, every warm_start flag
     included, but not the scorecard, so a change to the derivation never invalidates it."""
     record = public_record(session, account, now=now)

@@ -8,6 +8,7 @@ from sqlalchemy import bindparam, func, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
+from agent_broker.db.prepared import Prepared
 from agent_broker.reputation.models import (
     ReputationCounterparty,
     ReputationFacet,
@@ -21,6 +22,23 @@ from agent_broker.reputation.scorecard import (
 )
 
 ROLES = ("buyer", "seller")
+_facets = ReputationFacet.__table__
+_stats = ReputationStats.__table__
+_FACETS_OF_ONE = Prepared(
+    select(
+        _facets.c.account_id,
+        _facets.c.role,
+        _facets.c.rating_sum,
+        _facets.c.rating_count,
+        _facets.c.finalized_count,
+        _facets.c.non_delivery_count,
+    ).where(_facets.c.account_id == bindparam("account_id"))
+)
+_TOUCH = Prepared(
+    update(_stats)
+    .where(_stats.c.account_id == bindparam("account_id"))
+    .values(last_active_at=bindparam("now"))
+)
 _FACETS_OF = select(
     ReputationFacet.account_id,
     ReputationFacet.role,
@@ -56,7 +74,12 @@ def facets_for(session: Session, account_ids: set[str]) -> dict[str, dict[str, d
     if not account_ids:
         return {}
     found: dict[str, dict[str, dict[str, int]]] = {}
-    for row in session.execute(_FACETS_OF, {"ids": list(account_ids)}):
+    if len(account_ids) == 1:  # one account's record: the prepared lookup
+        (only,) = account_ids
+        rows = _FACETS_OF_ONE.all(session, account_id=only)
+    else:
+        rows = session.execute(_FACETS_OF, {"ids": list(account_ids)}).all()
+    for row in rows:
         found.setdefault(row.account_id, {})[row.role] = {
             "rating_sum": row.rating_sum,
             "rating_count": row.rating_count,
@@ -161,7 +184,5 @@ def record_dispute(session: Session, *, against_id: str) -> None:
 
 def touch(session: Session, account_ids: list[str], *, now: datetime) -> None:
     """A billable action: the accounts were active now (liveness, not trade recency)."""
-    stats = ReputationStats.__table__
-    session.execute(
-        update(stats).where(stats.c.account_id.in_(account_ids)).values(last_active_at=now)
-    )
+    for account_id in sorted(set(account_ids)):
+        _TOUCH.execute(session, account_id=account_id, now=now)

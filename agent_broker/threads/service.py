@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 
 from agent_broker import clock
 from agent_broker.accounts import service as accounts
-from agent_broker.accounts.models import Account
+from agent_broker.accounts.models import AccountRecord
 from agent_broker.accounts.profile import setup_requirements
 from agent_broker.deals import service as deals
 from agent_broker.idempotency.service import IdempotencyKey, Outcome, run_once
@@ -69,7 +69,7 @@ def _diff(text: str) -> str:
     return text
 
 
-def _require_complete_profiles(opener: Account, poster: Account) -> None:
+def _require_complete_profiles(opener: AccountRecord, poster: AccountRecord) -> None:
     own = setup_requirements(opener)
     if not own.complete:
         raise ProfileIncomplete(
@@ -89,7 +89,7 @@ def _require_complete_profiles(opener: Account, poster: Account) -> None:
 
 def open_thread(
     session: Session,
-    opener: Account,
+    opener: AccountRecord,
     listing_id: str,
     diff: str,
     *,
@@ -113,7 +113,7 @@ def open_thread(
     thread_id = str(uuid.uuid4())
     # A thread never outlives its listing: past the listing's life nothing can seal.
     expires_at = min(now + ttl, listing.expires_at)
-    hold = ledger.take_hold(
+    hold_id = ledger.take_hold(
         session, opener.id, DEAL_FEE_MICRO, reference=thread_id, expires_at=expires_at, now=now
     )
     reputation.touch(session, [opener.id], now=now)
@@ -126,7 +126,7 @@ def open_thread(
         turn="poster",
         diff=text,
         amount_micro=DEAL_FEE_MICRO,
-        hold_id=hold.id,
+        hold_id=hold_id,
         created_at=now,
         updated_at=now,
         expires_at=expires_at,
@@ -264,7 +264,7 @@ def expire_due(session: Session, *, now: datetime) -> int:
 
 
 def finalize(
-    session: Session, poster: Account, thread_id: str, *, signer: Signer, now: datetime
+    session: Session, poster: AccountRecord, thread_id: str, *, signer: Signer, now: datetime
 ) -> dict:
     """Seal the thread: capture the opener's held fee and charge the poster's, create the
     deal, mark the listing matched, auto-close competing threads and release their holds.
@@ -369,7 +369,7 @@ def _auto_close_competitors(
 
 def open_thread_once(
     session: Session,
-    opener: Account,
+    opener: AccountRecord,
     listing_id: str,
     diff: str,
     key: IdempotencyKey,
@@ -399,7 +399,7 @@ def close_once(
 
 def finalize_once(
     session: Session,
-    poster: Account,
+    poster: AccountRecord,
     thread_id: str,
     key: IdempotencyKey,
     *,

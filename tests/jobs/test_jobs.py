@@ -23,7 +23,7 @@ def lapsed_hold(app, client) -> str:
     fund(app, agent.account_id, HOLD)
     with app.state.db.writer() as session:
         now = clock.now()
-        hold = take_hold(
+        hold_id = take_hold(
             session,
             agent.account_id,
             HOLD,
@@ -32,7 +32,7 @@ def lapsed_hold(app, client) -> str:
             now=now,
         )
         session.commit()
-        hold_id = hold.id
+
     clock.advance(timedelta(minutes=2))
     return hold_id
 

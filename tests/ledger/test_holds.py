@@ -26,11 +26,11 @@ DAY = timedelta(days=1)
 def _hold(app, account, amount, ttl=DAY):
     with app.state.db.writer() as session:
         now = clock.now()
-        hold = take_hold(
+        hold_id = take_hold(
             session, account, amount, reference="thread-1", expires_at=now + ttl, now=now
         )
         session.commit()
-        return hold.id
+        return hold_id
 
 
 def _view(app, account):

@@ -42,9 +42,7 @@ def handle_for(settings: Settings, account_id: str) -> str:
     return _digest(settings.key_hash_secret, b"handle\x00", account_id)[:12]
 
 
-def account_for_key(
-    session: Session, settings: Settings, presented: str
-) -> AccountRecord | None:
+def account_for_key(session: Session, settings: Settings, presented: str) -> AccountRecord | None:
     if len(presented) > 200:
         return None
     wanted = hash_api_key(settings, presented)

@@ -6,6 +6,7 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime
 
+from sqlalchemy import bindparam, select
 from sqlalchemy.orm import Session
 
 from agent_broker import clock
@@ -13,6 +14,7 @@ from agent_broker.accounts import credentials, validation
 from agent_broker.accounts.models import Account, AccountRecord
 from agent_broker.accounts.profile import SetupRequirements, setup_requirements
 from agent_broker.config import Settings
+from agent_broker.db.prepared import Prepared
 from agent_broker.domains import service as domains
 from agent_broker.http.rate_limits import RateLimiter
 from agent_broker.idempotency.service import IdempotencyKey, Outcome, run_once
@@ -110,6 +112,19 @@ def register_once(
             200, {"account_id": kept.body["account_id"], "existing": True}, replayed=True
         ),
     )
+
+
+_RECORD = Prepared(
+    select(Account.__table__).where(Account.__table__.c.id == bindparam("account_id"))
+)
+
+
+def record(session: Session, account_id: str) -> AccountRecord:
+    """The account's row, to read (get() loads the entity, to change it)."""
+    found = _RECORD.one_or_none(session, account_id=account_id)
+    if found is None:
+        raise NotFound("No such account.")
+    return found
 
 
 def get(session: Session, account_id: str) -> Account:

@@ -19,6 +19,7 @@ from collections import namedtuple
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from sqlalchemy import Table, bindparam, insert
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import Session
@@ -167,3 +168,15 @@ class Prepared:
         """The first column of the first row, or None without a row."""
         row = self.one_or_none(session, **params)
         return None if row is None else row[0]
+
+
+def inserting(table: Table, *, returning: bool = False) -> Prepared:
+    """INSERT of one row of `table`, every column bound by its key (an autoincrement key
+    left to the database); with `returning`, the row as written comes back."""
+    values = {
+        column.key: bindparam(column.key)
+        for column in table.c
+        if column is not table.autoincrement_column
+    }
+    statement = insert(table).values(values)
+    return Prepared(statement.returning(*table.c) if returning else statement)

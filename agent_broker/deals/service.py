@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session
 
 from agent_broker import clock
 from agent_broker.accounts.models import AccountRecord
+from agent_broker.db.prepared import inserting
 from agent_broker.deals.errors import DealPurged, MissingDealRouteCounterparty, MissingDealRouteSelf
 from agent_broker.deals.models import Deal
 from agent_broker.ledger import service as ledger
@@ -20,6 +21,7 @@ from agent_broker.tokens.keys import Signer
 from agent_broker.tokens.service import mint_deal_credential, origin_of
 
 REVEAL_LIFE = timedelta(days=7)
+_INSERT = inserting(Deal.__table__, returning=True)
 PRESENTATION = {
     "header": "Authorization",
     "scheme": "Bearer",
@@ -52,8 +54,8 @@ def seal(
     """Create the deal; if either side was ever funded with real money, each party's
     facet for the role they played counts one more sealed deal."""
     negotiator_role = "buyer" if poster_role == "seller" else "seller"
-    counts = bool(ledger.funded_accounts(session, {poster.id, negotiator.id}))
-    deal = Deal(
+    counts = ledger.is_funded(session, poster.id) or ledger.is_funded(session, negotiator.id)
+    values: dict = dict(
         id=str(uuid.uuid4()),
         thread_id=thread_id,
         listing_id=listing_id,
@@ -68,7 +70,7 @@ def seal(
         purge_at=now + REVEAL_LIFE,
     )
     for side, account in (("poster", poster), ("negotiator", negotiator)):
-        values = {
+        coordinates = {
             "route_hash": secrets.token_hex(8),
             "route": account.deal_route,
             "binding": account.route_protocol_binding,
@@ -77,10 +79,8 @@ def seal(
             "contact_email": account.contact_email,
             "contact_url": account.contact_url,
         }
-        for name, value in values.items():
-            setattr(deal, f"{side}_{name}", value)
-    session.add(deal)
-    session.flush()
+        values.update({f"{side}_{name}": value for name, value in coordinates.items()})
+    deal = _INSERT.one(session, **values)
     if counts:
         reputation.record_seal(
             session,

@@ -43,19 +43,21 @@ _FIND = Prepared(
 # same key makes this wait on the unique index until that claim commits or rolls back,
 # then insert nothing (no row returned) or insert, without a savepoint around it.
 _CLAIM = Prepared(
-    lambda dialect: (postgresql if dialect == "postgresql" else sqlite)
-    .insert(_records)
-    .values(
-        scope=bindparam("scope"),
-        route=bindparam("route"),
-        key=bindparam("key"),
-        request_hash=bindparam("request_hash"),
-        response_status=0,
-        response_body="",
-        created_at=bindparam("now"),
+    lambda dialect: (
+        (postgresql if dialect == "postgresql" else sqlite)
+        .insert(_records)
+        .values(
+            scope=bindparam("scope"),
+            route=bindparam("route"),
+            key=bindparam("key"),
+            request_hash=bindparam("request_hash"),
+            response_status=0,
+            response_body="",
+            created_at=bindparam("now"),
+        )
+        .on_conflict_do_nothing()
+        .returning(_records.c.id)
     )
-    .on_conflict_do_nothing()
-    .returning(_records.c.id)
 )
 _ANSWER = Prepared(
     update(_records)
@@ -70,6 +72,7 @@ class _Kept:
     request_hash: str
     response_status: int
     response_body: str
+
 
 HEADER = "Idempotency-Key"
 MAX_KEY_LENGTH = 255

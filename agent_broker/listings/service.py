@@ -166,28 +166,33 @@ def get(session: Session, listing_id: str) -> Listing:
     return listing
 
 
-def lock(session: Session, listing_id: str) -> Listing:
-    """The listing, re-read and row-locked until the transaction ends: what serialises
+_LOCK = Prepared(
+    select(_listings).where(_listings.c.id == bindparam("listing_id")).with_for_update()
+)
+_MATCH = Prepared(
+    update(_listings)
+    .where(_listings.c.id == bindparam("listing_id"), _listings.c.status == "live")
+    .values(status="matched")
+)
+
+
+def lock(session: Session, listing_id: str) -> ListingLike:
+    """The listing's row, read and row-locked until the transaction ends: what serialises
     opening threads and sealing deals on one listing (the first lock either takes)."""
-    listing = session.get(Listing, listing_id, with_for_update=True, populate_existing=True)
+    listing = _LOCK.one_or_none(session, listing_id=listing_id)
     if listing is None:
         raise NotFound("No such listing.")
     return listing
 
 
-def is_live(listing: Listing, now: datetime) -> bool:
+def is_live(listing: ListingLike, now: datetime) -> bool:
     return effective_status(listing, now) == "live"
 
 
 def mark_matched(session: Session, listing_id: str) -> None:
     """A deal sealed on the listing: it leaves the feed for good. The caller holds the
     listing's lock and saw it live, so anything but one row moved is a conflict."""
-    moved = session.execute(
-        update(Listing)
-        .where(Listing.id == listing_id, Listing.status == "live")
-        .values(status="matched")
-    ).rowcount
-    if moved != 1:
+    if _MATCH.execute(session, listing_id=listing_id) != 1:
         raise ListingConflict()
 
 

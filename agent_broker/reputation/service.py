@@ -8,6 +8,7 @@ from sqlalchemy import bindparam, func, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
+from agent_broker.db.base import UTCDateTime
 from agent_broker.db.prepared import Prepared
 from agent_broker.reputation.models import (
     ReputationCounterparty,
@@ -33,6 +34,53 @@ _FACETS_OF_ONE = Prepared(
         _facets.c.finalized_count,
         _facets.c.non_delivery_count,
     ).where(_facets.c.account_id == bindparam("account_id"))
+)
+# What a counting seal writes, prepared once (every deal runs them).
+_SEALED_ONE_MORE = Prepared(
+    update(_facets)
+    .where(_facets.c.account_id == bindparam("account_id"), _facets.c.role == bindparam("role"))
+    .values(finalized_count=_facets.c.finalized_count + 1)
+)
+_pairs = ReputationCounterparty.__table__
+_sales = ReputationSales.__table__
+
+
+def _upsert_module(dialect: str):  # noqa: ANN202 - the dialect's module, for its insert()
+    return postgresql if dialect == "postgresql" else sqlite
+
+
+# rowcount is not reliable for ON CONFLICT on every driver: RETURNING says what landed.
+_REMEMBER_PAIR = Prepared(
+    lambda dialect: (
+        _upsert_module(dialect)
+        .insert(_pairs)
+        .values(account_id=bindparam("account_id"), counterparty_id=bindparam("counterparty_id"))
+        .on_conflict_do_nothing()
+        .returning(_pairs.c.account_id)
+    )
+)
+_NEW_COUNTERPARTY = Prepared(
+    update(_stats)
+    .where(_stats.c.account_id == bindparam("account_id"))
+    .values(counterparties=_stats.c.counterparties + 1)
+)
+_COUNT_SALE = Prepared(
+    lambda dialect: (
+        _upsert_module(dialect)
+        .insert(_sales)
+        .values(account_id=bindparam("account_id"), category=bindparam("category"), sales=1)
+        .on_conflict_do_update(
+            index_elements=[_sales.c.account_id, _sales.c.category],
+            set_={"sales": _sales.c.sales + 1},
+        )
+    )
+)
+_FIRST_DEAL = Prepared(
+    update(_stats)
+    .where(_stats.c.account_id == bindparam("account_id"))
+    .values(
+        first_deal_at=func.coalesce(_stats.c.first_deal_at, bindparam("now", type_=UTCDateTime()))
+    )
 )
 _TOUCH = Prepared(
     update(_stats)
@@ -99,12 +147,6 @@ def _bump(session: Session, account_id: str, role: str, **increments: int) -> No
     )
 
 
-def _insert(session: Session, table):  # noqa: ANN001, ANN202 - a dialect's Insert
-    """INSERT with ON CONFLICT support for the session's database."""
-    dialect = postgresql if session.get_bind().dialect.name == "postgresql" else sqlite
-    return dialect.insert(table)
-
-
 def _bump_stats(session: Session, account_id: str, **increments: int) -> None:
     table = ReputationStats.__table__
     session.execute(
@@ -116,44 +158,29 @@ def _bump_stats(session: Session, account_id: str, **increments: int) -> None:
 
 def _count_pair(session: Session, account_id: str, counterparty_id: str) -> None:
     """Remember the pair; count a new distinct counterparty only when it was unseen."""
-    table = ReputationCounterparty.__table__
-    added = session.execute(
-        _insert(session, table)
-        .values(account_id=account_id, counterparty_id=counterparty_id)
-        .on_conflict_do_nothing()
-        .returning(table.c.account_id)  # rowcount is not reliable here on every driver
-    ).first()
+    added = _REMEMBER_PAIR.one_or_none(
+        session, account_id=account_id, counterparty_id=counterparty_id
+    )
     if added is not None:
-        _bump_stats(session, account_id, counterparties=1)
+        _NEW_COUNTERPARTY.execute(session, account_id=account_id)
 
 
 def _count_sale(session: Session, seller_id: str, category: str) -> None:
-    table = ReputationSales.__table__
-    statement = _insert(session, table).values(account_id=seller_id, category=category, sales=1)
-    session.execute(
-        statement.on_conflict_do_update(
-            index_elements=[table.c.account_id, table.c.category],
-            set_={"sales": table.c.sales + 1},
-        )
-    )
+    _COUNT_SALE.execute(session, account_id=seller_id, category=category)
 
 
 def record_seal(session: Session, *, parties: dict[str, str], category: str, now: datetime) -> None:
     """A counting deal sealed: each party's facet for the role they played moves, the pair
     is remembered, the seller's sale counts in the listing's category, and a first deal
     starts the trading clock. `parties` maps role ('buyer', 'seller') to account id."""
-    for role, account_id in parties.items():
-        _bump(session, account_id, role, finalized_count=1)
+    for role, account_id in sorted(parties.items(), key=lambda item: item[1]):
+        _SEALED_ONE_MORE.execute(session, account_id=account_id, role=role)
     buyer, seller = parties["buyer"], parties["seller"]
     _count_pair(session, buyer, seller)
     _count_pair(session, seller, buyer)
     _count_sale(session, seller, category)
-    stats = ReputationStats.__table__
-    session.execute(
-        update(stats)
-        .where(stats.c.account_id.in_([buyer, seller]))
-        .values(first_deal_at=func.coalesce(stats.c.first_deal_at, now))
-    )
+    for account_id in sorted({buyer, seller}):
+        _FIRST_DEAL.execute(session, account_id=account_id, now=now)
 
 
 def record_rating(

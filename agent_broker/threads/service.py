@@ -6,13 +6,14 @@ from __future__ import annotations
 import uuid
 from datetime import datetime, timedelta
 
-from sqlalchemy import or_, select, update
+from sqlalchemy import bindparam, or_, select, update
 from sqlalchemy.orm import Session
 
 from agent_broker import clock
 from agent_broker.accounts import service as accounts
 from agent_broker.accounts.models import AccountRecord
 from agent_broker.accounts.profile import setup_requirements
+from agent_broker.db.prepared import Prepared, inserting
 from agent_broker.deals import service as deals
 from agent_broker.idempotency.service import IdempotencyKey, Outcome, run_once
 from agent_broker.ledger import books
@@ -37,6 +38,44 @@ from agent_broker.tokens.keys import Signer
 
 MINE_LIMIT = 200
 _threads = Thread.__table__
+
+# The statements of every negotiation step, prepared once (agent_broker.db.prepared).
+_THREAD = Prepared(select(_threads).where(_threads.c.id == bindparam("thread_id")))
+_INSERT = inserting(_threads, returning=True)
+_OPEN_NOW = (
+    _threads.c.id == bindparam("thread_id"),
+    _threads.c.status == "open",
+    _threads.c.expires_at > bindparam("now"),
+)
+# Conditional on the turn, so two simultaneous offers cannot both land.
+_OFFER = Prepared(
+    update(_threads)
+    .where(*_OPEN_NOW, _threads.c.turn == bindparam("side"))
+    .values(diff=bindparam("diff"), turn=bindparam("other"), updated_at=bindparam("now"))
+    .returning(*_threads.c)
+)
+_REJECT = Prepared(
+    update(_threads)
+    .where(_threads.c.id == bindparam("thread_id"), _threads.c.status == "open")
+    .values(status="rejected", updated_at=bindparam("now"))
+    .returning(*_threads.c)
+)
+_SEAL = Prepared(
+    update(_threads)
+    .where(*_OPEN_NOW, _threads.c.turn == "poster")
+    .values(status="finalized", updated_at=bindparam("now"))
+)
+_CLOSE_COMPETITOR = Prepared(
+    update(_threads)
+    .where(_threads.c.id == bindparam("thread_id"), _threads.c.status == "open")
+    .values(status="closed", updated_at=bindparam("now"))
+)
+_OPEN_ON_LISTING = Prepared(
+    select(_threads)
+    .where(_threads.c.listing_id == bindparam("listing_id"), _threads.c.status == "open")
+    .order_by(_threads.c.id)
+    .with_for_update()
+)
 
 
 def effective_status(thread: Thread, now: datetime) -> str:
@@ -107,7 +146,7 @@ def open_thread(
         raise SelfListingNegotiation()
     if not listings.is_live(listing, now):
         raise ListingExpired()
-    _require_complete_profiles(opener, accounts.get(session, listing.poster_id))
+    _require_complete_profiles(opener, accounts.record(session, listing.poster_id))
     text = _diff(diff)
     screen({"diff": text})
     thread_id = str(uuid.uuid4())
@@ -117,7 +156,8 @@ def open_thread(
         session, opener.id, DEAL_FEE_MICRO, reference=thread_id, expires_at=expires_at, now=now
     )
     reputation.touch(session, [opener.id], now=now)
-    thread = Thread(
+    thread = _INSERT.one(
+        session,
         id=thread_id,
         listing_id=listing.id,
         poster_id=listing.poster_id,
@@ -131,14 +171,12 @@ def open_thread(
         updated_at=now,
         expires_at=expires_at,
     )
-    session.add(thread)
-    session.flush()
     return view(thread, now)
 
 
 def _party_thread(session: Session, thread_id: str, account_id: str) -> tuple[Thread, str]:
     """The thread and the caller's side. A non-party cannot tell it from a missing one."""
-    thread = session.get(Thread, thread_id, populate_existing=True)
+    thread = _THREAD.one_or_none(session, thread_id=thread_id)
     if thread is None or account_id not in (thread.poster_id, thread.opener_id):
         raise NotFound("No such thread.")
     return thread, "poster" if account_id == thread.poster_id else "negotiator"
@@ -170,23 +208,14 @@ def offer(
     text = _diff(diff)
     screen({"diff": text})
     other = "negotiator" if side == "poster" else "poster"
-    # Conditional on the turn, so two simultaneous offers cannot both land.
-    moved = session.execute(
-        update(_threads)
-        .where(
-            _threads.c.id == thread.id,
-            _threads.c.status == "open",
-            _threads.c.turn == side,
-            _threads.c.expires_at > now,
-        )
-        .values(diff=text, turn=other, updated_at=now)
-    ).rowcount
-    if moved != 1:
+    moved = _OFFER.one_or_none(
+        session, thread_id=thread.id, now=now, side=side, diff=text, other=other
+    )
+    if moved is None:
         thread, _ = _party_thread(session, thread_id, account_id)
         _refuse_unless_open(thread, now)
         raise OutOfTurn()
-    session.refresh(thread)
-    return view(thread, now)
+    return view(moved, now)
 
 
 def close(session: Session, account_id: str, thread_id: str, *, now: datetime) -> dict:
@@ -195,19 +224,15 @@ def close(session: Session, account_id: str, thread_id: str, *, now: datetime) -
     if thread.status == "rejected":
         return view(thread, now)  # closing twice changes nothing
     _refuse_unless_open(thread, now)
-    closed = session.execute(
-        update(_threads)
-        .where(_threads.c.id == thread.id, _threads.c.status == "open")
-        .values(status="rejected", updated_at=now)
-    ).rowcount
-    if closed != 1:  # someone else moved it meanwhile
+    closed = _REJECT.one_or_none(session, thread_id=thread.id, now=now)
+    if closed is None:  # someone else moved it meanwhile
         thread, _ = _party_thread(session, thread_id, account_id)
         if thread.status == "rejected":
             return view(thread, now)
         _refuse_unless_open(thread, now)
-    ledger.release_hold(session, thread.hold_id, now=now)
-    session.refresh(thread)
-    return view(thread, now)
+        raise OutOfTurn()
+    ledger.release_hold(session, closed.hold_id, now=now)
+    return view(closed, now)
 
 
 def _with_counterparty(
@@ -283,20 +308,11 @@ def finalize(
     if not listings.is_live(listing, now):
         raise ListingExpired("The listing is no longer live; nothing was charged.")
     competitors = _lock_open_threads(session, listing.id)
-    negotiator = accounts.get(session, thread.opener_id)
+    negotiator = accounts.record(session, thread.opener_id)
     deals.ensure_routes(poster, negotiator)
     ledger.lock_wallets(session, [poster.id, *(t.opener_id for t in competitors)])
     # Conditional on the thread still being open: anything else is a conflict.
-    won = session.execute(
-        update(_threads)
-        .where(
-            _threads.c.id == thread.id,
-            _threads.c.status == "open",
-            _threads.c.turn == "poster",
-            _threads.c.expires_at > now,
-        )
-        .values(status="finalized", updated_at=now)
-    ).rowcount
+    won = _SEAL.execute(session, thread_id=thread.id, now=now)
     if won != 1:
         thread, _ = _party_thread(session, thread_id, poster.id)
         _refuse_unless_open(thread, now)
@@ -337,15 +353,7 @@ def finalize(
 
 def _lock_open_threads(session: Session, listing_id: str) -> list[Thread]:
     """The listing's open threads, row-locked in id order (the caller holds the listing)."""
-    return list(
-        session.scalars(
-            select(Thread)
-            .where(Thread.listing_id == listing_id, Thread.status == "open")
-            .order_by(Thread.id)
-            .with_for_update()
-            .execution_options(populate_existing=True)
-        ).all()
-    )
+    return _OPEN_ON_LISTING.all(session, listing_id=listing_id)
 
 
 def _auto_close_competitors(
@@ -354,11 +362,7 @@ def _auto_close_competitors(
     for other in threads:
         if other.id == sealed.id:
             continue
-        closed = session.execute(
-            update(_threads)
-            .where(_threads.c.id == other.id, _threads.c.status == "open")
-            .values(status="closed", updated_at=now)
-        ).rowcount
+        closed = _CLOSE_COMPETITOR.execute(session, thread_id=other.id, now=now)
         if closed != 1:  # locked and seen open above: nothing else can have moved it
             raise listings.ListingConflict()
         ledger.release_hold(session, other.hold_id, now=now)

@@ -32,14 +32,15 @@ from agent_broker.reputation.routes import router as reputation_router
 from agent_broker.threads.routes import router as threads_router
 from agent_broker.tokens.routes import router as tokens_router
 
-# Every feature's routes, in the order they are matched.
+# Every feature's routes, in the order they are matched: the trading routes first, since
+# a request is matched against each route before its own (no two routers' paths overlap).
 ROUTERS = (
-    meta_router,
-    accounts_router,
     listings_router,
     threads_router,
+    accounts_router,
     deals_router,
     reputation_router,
+    meta_router,
     tokens_router,
     ledger_router,
 )

@@ -91,6 +91,25 @@ class _Compiled:
         )
 
 
+_CONNECTION = "agent_broker.prepared.connection"
+
+
+def _connection_of(session: Session, prepared: Prepared) -> tuple[_Compiled, Any]:
+    """The compiled statement and the DBAPI connection of the session's transaction,
+    remembered per transaction: asking the session for its connection on every statement
+    costs more than the statement."""
+    transaction = session.get_transaction()
+    cached = session.info.get(_CONNECTION)
+    if cached is None or transaction is None or cached[0] is not transaction:
+        connection = session.connection()  # begins the transaction if need be
+        cached = session.info[_CONNECTION] = (
+            session.get_transaction(),
+            connection.dialect,
+            connection.connection.dbapi_connection,
+        )
+    return prepared._compiled(cached[1]), cached[2]
+
+
 class Prepared:
     """One Core statement, compiled per dialect on first use. Parameters are the statement's
     bindparam() keys; rows come back as named tuples with the types' result processing.
@@ -116,9 +135,8 @@ class Prepared:
     def _cursor(self, session: Session, params: Mapping[str, Any]) -> tuple[Any, _Compiled]:
         if session._new or session._deleted or session.identity_map._modified:
             session.flush()
-        connection = session.connection()
-        compiled = self._compiled(connection.dialect)
-        cursor = connection.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
+        compiled, dbapi_connection = _connection_of(session, self)
+        cursor = dbapi_connection.cursor()
         try:
             cursor.execute(compiled.sql, compiled.arguments(params))
         except compiled.dbapi_error as error:

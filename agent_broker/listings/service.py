@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import Select, bindparam, func, insert, select, tuple_, update
+from sqlalchemy import bindparam, func, insert, select, tuple_, update
 from sqlalchemy.orm import Session
 
 from agent_broker.accounts.models import AccountRecord
@@ -205,10 +205,10 @@ def read(session: Session, listing_id: str, *, now: datetime) -> dict:
 # Feed entries carry no body, so it is not read. Rows, not ORM objects: the feed is the
 # hottest read and a page of entities costs more to build than the query costs to run.
 _FEED_COLUMNS = [c for c in Listing.__table__.c if c.name != "body"]
-_feed_statements: dict[tuple[bool, bool, bool], Select] = {}
+_feed_statements: dict[tuple[bool, bool, bool], Prepared] = {}
 
 
-def _feed_statement(by_category: bool, by_type: bool, after_cursor: bool) -> Select:
+def _feed_statement(by_category: bool, by_type: bool, after_cursor: bool) -> Prepared:
     """One prebuilt statement per filter combination, all with bound parameters."""
     key = (by_category, by_type, after_cursor)
     stmt = _feed_statements.get(key)
@@ -229,7 +229,7 @@ def _feed_statement(by_category: bool, by_type: bool, after_cursor: bool) -> Sel
         stmt = stmt.order_by(table.c.created_at.desc(), table.c.id.desc()).limit(
             bindparam("page_rows")
         )
-        _feed_statements[key] = stmt
+        stmt = _feed_statements[key] = Prepared(stmt)
     return stmt
 
 
@@ -244,7 +244,7 @@ def feed(session: Session, query: FeedQuery, *, now: datetime) -> dict:
     stmt = _feed_statement(
         query.category is not None, query.listing_type is not None, bool(query.cursor)
     )
-    rows = session.execute(stmt, params).all()
+    rows = stmt.all(session, **params)
     return _page(session, rows, query.limit, with_body=False, now=now)
 
 
@@ -263,15 +263,18 @@ def _page(session: Session, rows: list, limit: int, *, with_body: bool, now: dat
     return result
 
 
-_MINE = (
+_MINE_QUERY = (
     select(Listing.__table__)
     .where(Listing.__table__.c.poster_id == bindparam("poster_id"))
     .order_by(Listing.__table__.c.created_at.desc(), Listing.__table__.c.id.desc())
     .limit(bindparam("page_rows"))
 )
-_MINE_AFTER = _MINE.where(
-    tuple_(Listing.__table__.c.created_at, Listing.__table__.c.id)
-    < tuple_(bindparam("after_created", type_=UTCDateTime()), bindparam("after_id"))
+_MINE = Prepared(_MINE_QUERY)
+_MINE_AFTER = Prepared(
+    _MINE_QUERY.where(
+        tuple_(Listing.__table__.c.created_at, Listing.__table__.c.id)
+        < tuple_(bindparam("after_created", type_=UTCDateTime()), bindparam("after_id"))
+    )
 )
 
 
@@ -283,7 +286,7 @@ def mine(
     params: dict = {"poster_id": account_id, "page_rows": limit + 1}
     if after:
         params["after_created"], params["after_id"] = cursor.decode(after)
-    rows = session.execute(_MINE_AFTER if after else _MINE, params).all()
+    rows = (_MINE_AFTER if after else _MINE).all(session, **params)
     return _page(session, rows, limit, with_body=True, now=now)
 
 
@@ -295,10 +298,15 @@ def _standings(session: Session, listings: Iterable[ListingLike]) -> dict[str, P
     facets = reputation.facets_for(session, posters)
     funded = ledger.funded_accounts(session, posters)
     standings = {}
+    # One standing per poster and role: a page often holds many listings of one poster.
+    known: dict[tuple[str, str], PosterStanding | None] = {}
     for row in listings:
-        facet = facets.get(row.poster_id, {}).get(poster_role(row))
-        if facet is not None:
-            standings[row.id] = _standing(facet, row.poster_id in funded)
+        key = (row.poster_id, poster_role(row))
+        if key not in known:
+            facet = facets.get(row.poster_id, {}).get(key[1])
+            known[key] = None if facet is None else _standing(facet, row.poster_id in funded)
+        if (standing := known[key]) is not None:
+            standings[row.id] = standing
     return standings
 
 

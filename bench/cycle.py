@@ -1,133 +1,209 @@
 """The full deal cycle under load: post a listing, open a thread, counter-offer, reply,
-finalize. Each pair of traders runs cycles back to back; the figure is sealed deals per
-second over the measured window. Run against SQLite and, when reachable, PostgreSQL."""
+finalize (five requests). Each trading pair (two funded traders with complete profiles)
+runs cycles back to back, each trader on its own keep-alive connection, as an agent would
+hold one; the figure is sealed deals per second over the measured window, after a warm-up.
+
+A cycle fails at the first refusal; failures are counted by step and status over the whole
+run (warm-up included), 5xx apart from other refusals: a deadlock on PostgreSQL shows up
+as a 500."""
 
 from __future__ import annotations
 
 import asyncio
 import json
-import os
-import sys
 import time
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections import Counter
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
+from bench.postgres import fresh_database
 from bench.scenarios import LISTING, run_seed
-from bench.server import Server, running_server
-from bench.wire import Client
+from bench.server import Server, running_cli, running_server
+from bench.throughput import NO_RESPONSE
+from bench.wire import Connection
 
-PG_DSN = os.environ.get("BENCH_POSTGRES_DSN", "postgresql://postgres@127.0.0.1:5432/postgres")
+STEPS = (
+    # (name, path, who, idempotent, body)
+    ("post", "/v1/listings", "seller", True, LISTING),
+    ("open", "/v1/listings/{listing}/threads", "buyer", True, {"diff": "2 days, $2.50"}),
+    ("counter", "/v1/threads/{thread}/offers", "seller", False, {"diff": "3 days, $2.50"}),
+    ("reply", "/v1/threads/{thread}/offers", "buyer", False, {"diff": "agreed: 3 days"}),
+    ("finalize", "/v1/threads/{thread}/finalize", "seller", True, None),
+)
+
+
+def percentile_ms(latencies_s: Sequence[float], q: float) -> float | None:
+    """Nearest-rank percentile of per-deal latencies, q in [0, 1]."""
+    if not latencies_s:
+        return None
+    ordered = sorted(latencies_s)
+    return ordered[max(0, min(len(ordered), round(q * len(ordered))) - 1)] * 1000
 
 
 @dataclass
 class CycleResult:
-    backend: str
-    deals: int = 0
-    errors: int = 0
-    seconds: float = 0.0
-    latencies_s: list[float] = field(default_factory=list)
+    backend: str  # "sqlite" or "postgresql"
+    workers: int
+    pairs: int
+    deals: int = 0  # sealed in the measured window
+    seconds: float = 0.0  # the measured window
+    latencies_s: list[float] = field(default_factory=list)  # per deal in the window
+    failures: Counter[str] = field(default_factory=Counter)  # "step status" -> cycles
+    # Cores used over the whole run, to tell a saturated server from a bound driver; the
+    # server's only with one worker (with several, the pid is uvicorn's supervisor).
+    server_cores: float | None = None
+    driver_cores: float = 0.0
+
+    @property
+    def label(self) -> str:
+        workers = f"{self.workers} worker" + ("s" if self.workers > 1 else "")
+        return f"{self.backend}, {workers}, {self.pairs} pairs"
 
     @property
     def per_second(self) -> float:
         return self.deals / self.seconds if self.seconds else 0.0
 
+    @property
+    def failed(self) -> int:
+        return sum(self.failures.values())
+
+    @property
+    def server_errors(self) -> int:
+        """Failed cycles whose refusal was a 5xx."""
+        return sum(n for key, n in self.failures.items() if int(key.split()[1]) >= 500)
+
     def percentile_ms(self, q: float) -> float | None:
-        if not self.latencies_s:
-            return None
-        ordered = sorted(self.latencies_s)
-        return ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000
+        return percentile_ms(self.latencies_s, q)
+
+    def summary(self) -> str:
+        refusals = ", ".join(f"{key} x{n}" for key, n in sorted(self.failures.items()))
+        return (
+            f"deal cycle ({self.label}): {self.per_second:.1f} sealed deals/s; "
+            f"p50 {_ms(self.percentile_ms(0.5))}, p99 {_ms(self.percentile_ms(0.99))} per deal "
+            f"(5 requests); cpu server/driver {_pct(self.server_cores)}/{_pct(self.driver_cores)}"
+            f"; {self.failed} failed cycles ({self.server_errors} with a 5xx)"
+            + (f": {refusals}" if refusals else "")
+        )
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "backend": self.backend,
+            "workers": self.workers,
+            "pairs": self.pairs,
+            "concurrent_clients": 2 * self.pairs,
+            "deals": self.deals,
+            "seconds": round(self.seconds, 2),
+            "deals_per_s": round(self.per_second, 1),
+            "p50_ms": _round(self.percentile_ms(0.5)),
+            "p99_ms": _round(self.percentile_ms(0.99)),
+            "failed_cycles": self.failed,
+            "failed_with_5xx": self.server_errors,
+            "failures": dict(self.failures),
+            "server_cpu": _round(self.server_cores, 2),
+            "driver_cpu": _round(self.driver_cores, 2),
+        }
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f} ms"
+
+
+def _round(value: float | None, digits: int = 1) -> float | None:
+    return None if value is None else round(value, digits)
+
+
+def _pct(cores: float | None) -> str:
+    return "-" if cores is None else f"{100 * cores:.0f}%"
 
 
 async def _seed_traders(server: Server, pairs: int) -> list[tuple[str, str]]:
     out = await run_seed(server, "traders", str(pairs))
-    return [tuple(pair) for pair in json.loads(out)]
+    return [(seller, buyer) for seller, buyer in json.loads(out)]
 
 
-async def _one_deal(client: Client, seller: str, buyer: str) -> bool:
-    """One complete cycle; False at the first refusal."""
-
-    def auth(key: str, idempotent: bool = False) -> dict[str, str]:
+async def _one_deal(traders: dict[str, tuple[str, Connection]]) -> str | None:
+    """One complete cycle: None when sealed, else "STEP STATUS" of the first refusal."""
+    ids: dict[str, str] = {}
+    for step, path, who, idempotent, body in STEPS:
+        key, connection = traders[who]
         headers = {"x-api-key": key}
         if idempotent:
             headers["Idempotency-Key"] = str(uuid.uuid4())
-        return headers
-
-    steps = [
-        ("POST", "/v1/listings", seller, True, LISTING),
-        ("POST", "/v1/listings/{listing}/threads", buyer, True, {"diff": "2 days, $2.50"}),
-        ("POST", "/v1/threads/{thread}/offers", seller, False, {"diff": "3 days, $2.50"}),
-        ("POST", "/v1/threads/{thread}/offers", buyer, False, {"diff": "agreed: 3 days"}),
-        ("POST", "/v1/threads/{thread}/finalize", seller, True, None),
-    ]
-    ids: dict[str, str] = {}
-    for method, path, key, idempotent, body in steps:
-        response = await client.request(
-            method, path.format(**ids), headers=auth(key, idempotent), json_body=body
-        )
+        try:
+            response = await connection.request(
+                "POST", path.format(**ids), headers=headers, json_body=body
+            )
+        except (OSError, TimeoutError, asyncio.IncompleteReadError, ValueError):
+            return f"{step} {NO_RESPONSE}"
         if response.status not in (200, 201):
-            return False
-        if path == "/v1/listings":
+            return f"{step} {response.status}"
+        if step == "post":
             ids["listing"] = response.json()["id"]
-        elif path.endswith("/threads"):
+        elif step == "open":
             ids["thread"] = response.json()["id"]
-    return True
+    return None
 
 
 async def measure_cycles(
-    server: Server, backend: str, pairs: int, duration_s: float
+    server: Server, backend: str, pairs: int, duration_s: float, warmup_s: float
 ) -> CycleResult:
+    """Run `pairs` trading pairs for `warmup_s` + `duration_s`; count the deals sealed in the
+    last `duration_s`."""
     traders = await _seed_traders(server, pairs)
-    client = Client(server.host, server.port)
-    result = CycleResult(backend=backend)
-    end = time.perf_counter() + duration_s
+    result = CycleResult(backend=backend, workers=server.workers, pairs=pairs)
+    server_cpu = server.cpu_seconds() if server.workers == 1 else None
+    driver_cpu = time.process_time()
+    start = time.perf_counter()
+    window = (start + warmup_s, start + warmup_s + duration_s)
 
     async def trade(seller: str, buyer: str) -> None:
-        while time.perf_counter() < end:
-            started = time.perf_counter()
-            if await _one_deal(client, seller, buyer):
-                result.deals += 1
-                result.latencies_s.append(time.perf_counter() - started)
-            else:
-                result.errors += 1
+        connections = {
+            "seller": (seller, Connection(server.host, server.port)),
+            "buyer": (buyer, Connection(server.host, server.port)),
+        }
+        try:
+            while time.perf_counter() < window[1]:
+                began = time.perf_counter()
+                refusal = await _one_deal(connections)
+                done = time.perf_counter()
+                if refusal is not None:
+                    result.failures[refusal] += 1
+                elif window[0] <= done <= window[1]:
+                    result.deals += 1
+                    result.latencies_s.append(done - began)
+        finally:
+            for _, connection in connections.values():
+                connection.close()
 
-    started = time.perf_counter()
     await asyncio.gather(*(trade(seller, buyer) for seller, buyer in traders))
-    result.seconds = time.perf_counter() - started
+    wall = time.perf_counter() - start
+    result.seconds = duration_s
+    result.driver_cores = (time.process_time() - driver_cpu) / wall
+    server_cpu_after = server.cpu_seconds() if server_cpu is not None else None
+    if server_cpu is not None and server_cpu_after is not None:
+        result.server_cores = (server_cpu_after - server_cpu) / wall
     return result
 
 
-@contextmanager
-def postgres_database() -> Iterator[str | None]:
-    """A throwaway database on the local PostgreSQL, or None when none is reachable."""
-    try:
-        import psycopg
-
-        admin = psycopg.connect(PG_DSN, autocommit=True, connect_timeout=3)
-    except Exception:  # noqa: BLE001 - any failure means "not available"
-        yield None
-        return
-    name = f"broker_bench_{os.getpid()}"
-    with admin:
-        admin.execute(f'DROP DATABASE IF EXISTS "{name}"')
-        admin.execute(f'CREATE DATABASE "{name}"')
-        base = PG_DSN.rsplit("/", 1)[0].replace("postgresql://", "postgresql+psycopg://", 1)
-        try:
-            yield f"{base}/{name}"
-        finally:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-
-
-def run_all(pairs: int, duration_s: float, run) -> list[CycleResult]:  # noqa: ANN001
-    """Measure on SQLite, then on PostgreSQL when reachable (`run` drives a coroutine)."""
-    results = []
+def sqlite_cycles(pairs: int, duration_s: float, warmup_s: float, run) -> CycleResult:  # noqa: ANN001
+    """The cycle on a fresh SQLite database, one worker (`run` drives a coroutine)."""
     with running_server() as server:
-        results.append(run(measure_cycles(server, "sqlite", pairs, duration_s)))
-    with postgres_database() as url:
-        if url is None:
-            print("deal cycle: PostgreSQL not reachable; measured on SQLite only", file=sys.stderr)
-        else:
-            with running_server(url) as server:
-                results.append(run(measure_cycles(server, "postgresql", pairs, duration_s)))
-    return results
+        return run(measure_cycles(server, "sqlite", pairs, duration_s, warmup_s))
+
+
+def postgres_cycles(
+    admin_dsn: str,
+    redis_url: str | None,
+    workers: tuple[int, ...],
+    pairs: int,
+    duration_s: float,
+    warmup_s: float,
+    run,  # noqa: ANN001
+) -> Iterator[CycleResult]:
+    """The cycle under `agent-broker serve --workers N` for each N, each on a fresh
+    PostgreSQL database (so every N starts alike). Raises bench.postgres.Unavailable."""
+    for count in workers:
+        with fresh_database(admin_dsn) as url, running_cli(url, count, redis_url) as server:
+            yield run(measure_cycles(server, "postgresql", pairs, duration_s, warmup_s))

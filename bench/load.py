@@ -1,18 +1,22 @@
-"""Closed-loop keep-alive load: C connections, each sending its next request as soon as
-the previous response is read, for a warm-up and then a measured window."""
+"""The fallback load generator, used when wrk is not installed: closed-loop keep-alive load
+from this Python process, C connections each sending its next request as soon as the
+previous response is read. It shares the CPUs with the server and spends more per request
+than a bare route does, so it bounds the baseline: its ratios are not the reference
+measurement (bench.wrk_load is)."""
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import time
 import uuid
 from collections import Counter
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
+from bench.throughput import NO_RESPONSE
 from bench.wire import read_response
 
-# Status recorded for a request that got no HTTP response (connection refused, reset...).
-NO_RESPONSE = 0
 # How long past the planned end in-flight requests may take before the run is abandoned
 # (above SQLite's 15 s busy timeout, so a queued writer can still answer).
 GRACE_S = 30.0
@@ -28,18 +32,8 @@ class LoadResult:
     client_cpu_s: float = 0.0
 
     @property
-    def requests(self) -> int:
-        """Responses received in the window, whatever their status."""
-        return len(self.latencies_s)
-
-    @property
-    def requests_per_s(self) -> float:
-        return self.requests / self.duration_s
-
-    @property
-    def errors(self) -> int:
-        """Non-2xx responses plus requests that got no response."""
-        return sum(n for status, n in self.statuses.items() if not 200 <= status < 300)
+    def responses(self) -> int:
+        return sum(self.statuses.values())
 
     def percentile_ms(self, q: float) -> float | None:
         """Nearest-rank percentile, q in [0, 100]."""
@@ -50,86 +44,77 @@ class LoadResult:
         return ordered[min(rank, len(ordered)) - 1] * 1000
 
 
+@dataclass
+class _Plan:
+    requests: Iterator[tuple[bytes, bytes | None]]  # (request, placeholder) in rotation
+    end: float  # perf_counter time after which no request starts
+    stop_after: int | None  # responses after which no request starts
+
+
 async def run_load(
     host: str,
     port: int,
-    request: bytes,
+    requests: Sequence[tuple[bytes, bytes | None]],
     *,
-    placeholder: bytes | None = None,
     concurrency: int,
     duration_s: float,
-    warmup_s: float,
+    stop_after: int | None = None,
 ) -> LoadResult:
-    """Send `request` over `concurrency` connections; count what completes in the window
-    [start + warmup_s, start + warmup_s + duration_s]."""
-    result = LoadResult(duration_s=duration_s)
+    """Send `requests` in rotation over `concurrency` connections for `duration_s`, or
+    until `stop_after` responses. A request's placeholder, when not None, is replaced by a
+    fresh UUID each time (e.g. an Idempotency-Key)."""
     start = time.perf_counter()
-    window = (start + warmup_s, start + warmup_s + duration_s)
+    result = LoadResult(duration_s=duration_s)
+    plan = _Plan(itertools.cycle(requests), start + duration_s, stop_after)
     cpu_before = time.process_time()
-    tasks = [
-        asyncio.create_task(_connection(host, port, request, placeholder, window, result))
-        for _ in range(concurrency)
-    ]
-    _, pending = await asyncio.wait(tasks, timeout=warmup_s + duration_s + GRACE_S)
+    tasks = [asyncio.create_task(_connection(host, port, plan, result)) for _ in range(concurrency)]
+    _, pending = await asyncio.wait(tasks, timeout=duration_s + GRACE_S)
     for task in pending:
         task.cancel()
     for outcome in await asyncio.gather(*tasks, return_exceptions=True):
         if isinstance(outcome, Exception):  # a bug here, not a server fault: show it
             raise outcome
+    result.duration_s = min(duration_s, time.perf_counter() - start)
     result.timed_out = bool(pending)
     result.client_cpu_s = time.process_time() - cpu_before
     return result
 
 
-async def _connection(
-    host: str,
-    port: int,
-    request: bytes,
-    placeholder: bytes | None,
-    window: tuple[float, float],
-    result: LoadResult,
-) -> None:
+def _more(plan: _Plan, result: LoadResult) -> bool:
+    if plan.stop_after is not None and result.responses >= plan.stop_after:
+        return False
+    return time.perf_counter() < plan.end
+
+
+async def _connection(host: str, port: int, plan: _Plan, result: LoadResult) -> None:
     writer: asyncio.StreamWriter | None = None
     try:
-        while time.perf_counter() < window[1]:
+        while _more(plan, result):
             if writer is None:
                 try:
                     reader, writer = await asyncio.open_connection(host, port)
                 except OSError:
-                    _record(result, window, None, time.perf_counter(), NO_RESPONSE)
+                    result.statuses[NO_RESPONSE] += 1
                     await asyncio.sleep(0.05)  # a refused connect would otherwise spin
                     continue
-            payload = request
+            payload, placeholder = next(plan.requests)
             if placeholder is not None:  # a fresh value, e.g. an Idempotency-Key
-                payload = request.replace(placeholder, str(uuid.uuid4()).encode())
+                payload = payload.replace(placeholder, str(uuid.uuid4()).encode())
             sent = time.perf_counter()
             writer.write(payload)
             try:
                 response = await read_response(reader)
             except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError):
                 # Reset, closed mid-response or unparseable: no response to count.
-                _record(result, window, None, time.perf_counter(), NO_RESPONSE)
+                result.statuses[NO_RESPONSE] += 1
                 writer.close()
                 writer = None
                 continue
-            done = time.perf_counter()
-            _record(result, window, done - sent, done, response.status)
+            result.latencies_s.append(time.perf_counter() - sent)
+            result.statuses[response.status] += 1
             if response.closes:
                 writer.close()
                 writer = None
     finally:
         if writer is not None:
             writer.close()
-
-
-def _record(
-    result: LoadResult,
-    window: tuple[float, float],
-    latency: float | None,
-    done: float,
-    status: int,
-) -> None:
-    if window[0] <= done <= window[1]:
-        if latency is not None:  # a failure has no meaningful latency
-            result.latencies_s.append(latency)
-        result.statuses[status] += 1

@@ -5,63 +5,61 @@ from __future__ import annotations
 import os
 import platform
 import subprocess
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import asdict
 from datetime import UTC, datetime
 from typing import Any
 
 from bench.config import Settings
-from bench.load import NO_RESPONSE, LoadResult
-from bench.scenarios import Scenario
-from bench.server import ROOT, Server
+from bench.cycle import CycleResult
+from bench.generator import Generator
+from bench.memory import MemoryResult
+from bench.routes import Outcome
+from bench.sealer import SealerComparison
+from bench.server import ROOT
+from bench.targets import Target
 
 
-@dataclass(frozen=True)
-class Outcome:
-    scenario: Scenario
-    load: LoadResult
-    server_cpu_s: float | None  # over warm-up plus measured time
-
-    @property
-    def flagged(self) -> bool:
-        """The figures are not to be trusted: errors, a hung run or nothing measured."""
-        return self.load.errors > 0 or self.load.timed_out or self.load.requests == 0
-
-    def ratio(self, baseline: Outcome) -> float | None:
-        base = baseline.load.requests_per_s
-        return self.load.requests_per_s / base if base else None
-
-
-def table(outcomes: list[Outcome], settings: Settings) -> str:
-    wall = settings.warmup_s + settings.duration_s
-    width = max(len(o.scenario.label) for o in outcomes)
+def table(outcomes: Sequence[Outcome], settings: Settings, generator: Generator) -> str:
+    width = max(len(o.label) for o in outcomes)
     lines = [
         f"{'scenario':<{width}}  {'req/s':>7}  {'p50 ms':>7}  {'p99 ms':>7}  {'errors':>6}"
         f"  {'ratio':>5}  {'cpu srv/gen':>11}"
     ]
     for o in outcomes:
         load = o.load
-        ratio = o.ratio(outcomes[0])
-        cpu = f"{_pct(o.server_cpu_s, wall)}/{_pct(load.client_cpu_s, wall)}"
+        cpu = f"{_pct(o.server_cpu)}/{_pct(load.generator_cores)}"
         line = (
-            f"{o.scenario.label:<{width}}  {load.requests_per_s:>7.0f}"
-            f"  {_fixed(load.percentile_ms(50)):>7}  {_fixed(load.percentile_ms(99)):>7}"
-            f"  {load.errors:>6}  {_fixed(ratio, 2):>5}  {cpu:>11}"
+            f"{o.label:<{width}}  {load.requests_per_s:>7.0f}"
+            f"  {_fixed(load.p50_ms):>7}  {_fixed(load.p99_ms):>7}"
+            f"  {load.errors:>6}  {_fixed(o.ratio(outcomes[0]), 2):>5}  {cpu:>11}"
         )
-        if o.flagged:
+        if load.flagged:
             why = "timed out; " if load.timed_out else ""
-            line += f"  !! {why}statuses: {_statuses(load) or 'none'}"
+            line += f"  !! {why}statuses: {load.statuses_text() or 'none'}"
         lines.append(line)
+    threads = f", {min(generator.threads, settings.concurrency)} thread(s)" if generator.wrk else ""
     lines.append(
-        f"({settings.concurrency} connections, {settings.duration_s:g} s measured after"
-        f" {settings.warmup_s:g} s warm-up; cpu = % of one core, server/load generator)"
+        f"(load: {generator.name}{threads}, {settings.concurrency} connections, "
+        f"{settings.duration_s:g} s measured after {settings.warmup_s:g} s warm-up; ratio = "
+        "req/s over the bare app's; cpu = % of one core, server/load generator)"
     )
     return "\n".join(lines)
 
 
 def as_json(
-    outcomes: list[Outcome], settings: Settings, server: Server, loop: str
+    settings: Settings,
+    generator: Generator,
+    outcomes: Sequence[Outcome],
+    scan_ms: float,
+    cycles: Sequence[CycleResult],
+    memory: MemoryResult | None,
+    sealers: Sequence[SealerComparison],
+    targets: Sequence[Target],
+    elapsed_s: float,
 ) -> dict[str, Any]:
-    wall = settings.warmup_s + settings.duration_s
+    chosen = asdict(settings)
+    chosen["scenarios"] = [s.name for s in settings.scenarios]
     return {
         "timestamp": datetime.now(UTC).isoformat(timespec="seconds"),
         "commit": _commit(),
@@ -71,37 +69,42 @@ def as_json(
             "implementation": platform.python_implementation(),
             "platform": platform.platform(),
         },
-        "settings": {
-            "duration_s": settings.duration_s,
-            "warmup_s": settings.warmup_s,
-            "concurrency": settings.concurrency,
-            "scenarios": [s.name for s in settings.scenarios],
-            "baseline": outcomes[0].scenario.name,
-            "database": "sqlite",
-            "server_command": " ".join(server.command),
-            "load_generator_loop": loop,
+        "settings": chosen,
+        "load_generator": {
+            "name": generator.name,
+            "path": generator.wrk,
+            "threads": generator.threads if generator.wrk else None,
+            # The Python fallback's figures are bounded by its own cost (see bench.generator).
+            "reference_measurement": generator.wrk is not None,
         },
-        "results": [
-            {
-                "name": o.scenario.name,
-                "label": o.scenario.label,
-                "requests": o.load.requests,
-                "requests_per_s": round(o.load.requests_per_s, 1),
-                "p50_ms": _round(o.load.percentile_ms(50)),
-                "p90_ms": _round(o.load.percentile_ms(90)),
-                "p99_ms": _round(o.load.percentile_ms(99)),
-                "max_ms": _round(o.load.percentile_ms(100)),
-                "errors": o.load.errors,
-                "statuses": {str(s): n for s, n in sorted(o.load.statuses.items())},
-                "timed_out": o.load.timed_out,
-                "flagged": o.flagged,
-                "ratio": _round(o.ratio(outcomes[0]), 3),
-                # Fractions of one core.
-                "server_cpu": _round(None if o.server_cpu_s is None else o.server_cpu_s / wall),
-                "load_generator_cpu": _round(o.load.client_cpu_s / wall),
-            }
-            for o in outcomes
-        ],
+        "elapsed_s": round(elapsed_s, 1),
+        "routes": [_route_json(o, outcomes[0]) for o in outcomes],
+        "scanner_mean_ms": round(scan_ms, 3),
+        "deal_cycles": [c.as_json() for c in cycles],
+        "memory": memory.as_json() if memory else None,
+        "sealer": [s.as_json() for s in sealers],
+        "targets": [t.as_json() for t in targets],
+    }
+
+
+def _route_json(o: Outcome, baseline: Outcome) -> dict[str, Any]:
+    load = o.load
+    return {
+        "name": o.name,
+        "label": o.label,
+        "server_command": o.server_command,
+        "requests": load.requests,
+        "seconds": round(load.seconds, 3),
+        "requests_per_s": round(load.requests_per_s, 1),
+        **{f"{q}_ms": _round(v) for q, v in load.latency_ms.items()},
+        "errors": load.errors,
+        "statuses": {str(s): n for s, n in sorted(load.statuses.items())},
+        "timed_out": load.timed_out,
+        "flagged": load.flagged,
+        "ratio": _round(o.ratio(baseline), 3),
+        # Fractions of one core.
+        "server_cpu": _round(o.server_cpu),
+        "load_generator_cpu": _round(load.generator_cores),
     }
 
 
@@ -113,24 +116,22 @@ def _round(value: float | None, digits: int = 2) -> float | None:
     return None if value is None else round(value, digits)
 
 
-def _pct(cpu_s: float | None, wall_s: float) -> str:
-    return "-" if cpu_s is None else f"{100 * cpu_s / wall_s:.0f}%"
-
-
-def _statuses(load: LoadResult) -> str:
-    names = {NO_RESPONSE: "no response"}
-    return ", ".join(f"{names.get(s, s)} x{n}" for s, n in sorted(load.statuses.items()))
+def _pct(cores: float | None) -> str:
+    return "-" if cores is None else f"{100 * cores:.0f}%"
 
 
 def _commit() -> str | None:
+    """HEAD's short hash, "-dirty" when the working tree differs. Plumbing only, which
+    never writes the index: others may be using the repository meanwhile."""
     try:
-        out = subprocess.run(
-            ["git", "describe", "--always", "--dirty"],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=10,
-        )
+        head = _git("rev-parse", "--short", "HEAD")
+        if head.returncode != 0:
+            return None
+        dirty = _git("diff-index", "--quiet", "HEAD", "--").returncode != 0
     except (OSError, subprocess.TimeoutExpired):
         return None
-    return out.stdout.strip() or None
+    return head.stdout.strip() + ("-dirty" if dirty else "")
+
+
+def _git(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, timeout=10)

@@ -1,115 +1,236 @@
-"""Throughput and latency of agent-broker routes relative to a bare FastAPI route.
+"""Throughput, latency and memory of agent-broker against issue 12's targets, in one run.
 
-Run from the repository root with `make bench` (or `.venv/bin/python -m bench.run`). It
-starts the service on a fresh SQLite database in a temporary directory (one uvicorn
-worker on 127.0.0.1), loads each scenario over keep-alive connections, prints a table
-and writes the figures to bench/results/latest.json. The server and the load generator
-share the machine's CPUs, so compare the ratio column rather than absolute figures.
+Run from the repository root with `make bench` (or `.venv/bin/python -m bench.run`). Every
+server runs on 127.0.0.1 from a fresh temporary directory and database, so concurrent runs
+do not collide. In order:
+
+1. Routes. The baseline is a bare FastAPI app (bench/bare.py: one `async` route answering
+   {"ok": true}, no middleware) in its own uvicorn process; then the service,
+   `agent_broker.app:app_factory` as `agent-broker serve` builds it, under one uvicorn
+   worker on a fresh SQLite database (10,000 live listings seeded for the feed), with the
+   same uvicorn options (no access log, log level warning, uvloop and httptools). Each
+   scenario (bench/scenarios.py) runs a warm-up, then a measured window, from wrk with
+   BENCH_CONCURRENCY keep-alive connections (bench/wrk/plan.lua gives every POST
+   /v1/listings a fresh Idempotency-Key and reports requests, latency percentiles and
+   statuses). Any non-2xx response or socket error flags the row. Without wrk the Python
+   generator (bench/load.py) stands in, with a warning: its figures are generator-bound.
+2. The content scanner on a clean 10,000-character listing body, in this process.
+3. Memory: on a fresh service process, the worker's VmRSS after 1,000 requests and after
+   BENCH_MEMORY_REQUESTS requests of a mixed workload (bench/memory.py).
+4. Deal cycle (bench/cycle.py: post, open, counter-offer, reply, finalize; funded traders
+   with complete profiles, one keep-alive connection each): on SQLite with one worker and
+   BENCH_DEAL_PAIRS pairs; then on PostgreSQL under the real `agent-broker serve --workers
+   N` for each N in BENCH_PG_WORKERS, each on a fresh database (`bench_<random>`, dropped
+   afterwards), with rate limits shared through Redis, BENCH_PG_CLIENTS clients.
+5. Ledger sealer: the deal cycle with and without a sealer process (bench/sealer.py).
+
+Then one line per target (bench/targets.py), `target: <name> ... measured <value> (p99 <x>
+ms) ... PASS|FAIL|SKIP`, and a final `targets: X/Y PASS`. Every figure is also written to
+bench/results/latest.json. Percentiles from wrk are wrk's (corrected for coordinated
+omission, as `wrk --latency` prints them).
 
 Environment:
-    BENCH_DURATION     measured seconds per scenario (default 5)
+    BENCH_DURATION     measured seconds per route scenario and per deal-cycle run
+                       (default 5; wrk rounds up to whole seconds)
     BENCH_WARMUP       unmeasured warm-up seconds before each (default 1)
-    BENCH_CONCURRENCY  concurrent connections (default 16)
-    BENCH_SCENARIOS    comma-separated scenario names to run (default: all of
-                       bench.scenarios.SCENARIOS); the baseline always runs
-    BENCH_DEAL_CYCLE   0 skips the full deal cycle (post, open, counter, reply,
-                       finalize), which otherwise runs on SQLite and PostgreSQL
-    BENCH_DEAL_PAIRS   trading pairs running cycles concurrently (default 4)
-    BENCH_SEALER       0 skips the deal cycle measured with and without the ledger
-                       sealer running (bench.sealer), which otherwise runs on SQLite
-                       and PostgreSQL
+    BENCH_CONCURRENCY  connections for the route and memory runs (default 64)
+    BENCH_WRK          wrk to use: unset finds `wrk` on PATH; a path names it; 0 forces the
+                       Python generator
+    BENCH_WRK_THREADS  wrk threads (default 1: on 2 cores one thread drives 64
+                       connections faster than the bare app answers, and leaves the
+                       server more CPU)
+    BENCH_SCENARIOS    comma-separated service scenarios to run (default all of
+                       bench.scenarios.SCENARIOS: health, account, register, feed,
+                       listing, thread); the bare baseline always runs
+    BENCH_MEMORY_REQUESTS  requests of the memory run (default 100000; 0 skips it)
+    BENCH_DEAL_CYCLE   0 skips every deal-cycle run (SQLite and PostgreSQL)
+    BENCH_DEAL_PAIRS   trading pairs running cycles concurrently on SQLite (default 8:
+                       the best of 4, 8, 16 and 32 on the 2-core development VM)
+    BENCH_PG_WORKERS   `agent-broker serve --workers` counts to run (default 1,2,4)
+    BENCH_PG_CLIENTS   concurrent clients on PostgreSQL, two per trading pair (default 64)
+    BENCH_POSTGRES_DSN server for the PostgreSQL runs, as a database to connect to for
+                       CREATE/DROP DATABASE (default postgresql://postgres@127.0.0.1:5432/
+                       postgres); not reachable: those figures are skipped
+    BENCH_REDIS_URL    BROKER_REDIS_URL for the PostgreSQL workers (default
+                       redis://127.0.0.1:6379/15); not reachable: they run without
+    BENCH_SEALER       1 runs the sealer comparison, 0 skips it; unset: it runs when the
+                       run so far leaves time for it within BENCH_BUDGET
     BENCH_SEALER_ROUNDS    rounds of (without, with) the sealer (default 2)
     BENCH_SEALER_INTERVAL  seconds between sealer runs while it runs (default 0.5)
-    BENCH_POSTGRES_DSN server for the PostgreSQL run (default the local one)
+    BENCH_BUDGET       seconds the whole run should take (default 360); only decides
+                       whether the sealer comparison runs by default
 
-Exit status: 0 if every scenario ran clean, 1 if any had errors or timed out (or the
-sealer failed or left a broken verdict), 2 if the benchmark could not run.
+Targets (issue 12) and how they are judged:
+    GET /v1/account, GET /v1/feed, POST /v1/listings, GET /v1/threads/{id}: req/s at least
+        0.25, 0.15, 0.10 and 0.15 of the bare app's, with no error in the run
+    deal cycle on SQLite, one worker: at least 300 sealed deals/s
+    deal cycle on PostgreSQL with 2 workers: at least 150 sealed deals/s
+    scaling: 2 workers beat 1; 4 workers reach at least 0.95 of 2 (2 cores: 4 workers add
+        no CPU, so the figure must hold within run-to-run noise)
+    PostgreSQL: no failed cycle (5xx, such as a deadlock's 500, counted apart) at
+        BENCH_PG_CLIENTS clients, over every worker count
+    memory: worker RSS after BENCH_MEMORY_REQUESTS requests within 20% of after 1,000
+
+Exit status: 0 if every measurement ran clean; 1 if any had errors (a non-2xx response or
+socket error in a route or memory run, a run that timed out, a failed deal cycle, or a
+sealer that failed or left a broken verdict); 2 if the benchmark could not run. A target
+FAILing does not change it, so the run completes while work towards a target is under way:
+read the targets lines and the summary.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import os
 import sys
+import time
 from collections.abc import Coroutine
-from typing import Any
+from typing import Any, TypeVar
 
 from bench.config import ConfigError, Settings, settings_from_env
-from bench.cycle import run_all
-from bench.load import run_load
-from bench.report import Outcome, as_json, table
+from bench.cycle import CycleResult, postgres_cycles, sqlite_cycles
+from bench.generator import Generator, choose
+from bench.memory import MemoryResult, measure_memory
+from bench.postgres import Unavailable, redis_problem
+from bench.report import as_json, table
+from bench.routes import measure_routes
 from bench.scanner import mean_scan_ms
 from bench.scenarios import SetupError
+from bench.sealer import SealerComparison
 from bench.sealer import run_all as compare_sealer
-from bench.server import ROOT, Server, ServerError, running_server
-from bench.wire import Client
+from bench.server import ROOT, ServerError
+from bench.targets import (
+    memory_target,
+    postgres_targets,
+    route_targets,
+    sqlite_cycle_target,
+    summary,
+)
+from bench.wrk_load import WrkError
 
 RESULTS = ROOT / "bench" / "results" / "latest.json"
+# What the sealer comparison costs besides its rounds (two servers started and seeded).
+SEALER_OVERHEAD_S = 20.0
+T = TypeVar("T")
 
 
-async def measure(server: Server, settings: Settings) -> list[Outcome]:
-    client = Client(server.host, server.port)
-    outcomes = []
-    for scenario in settings.scenarios:
-        if scenario.setup is not None:
-            scenario = await scenario.setup(client, scenario, server)
-        cpu_before = server.cpu_seconds()
-        load = await run_load(
-            server.host,
-            server.port,
-            scenario.encode(server.host, server.port),
-            placeholder=scenario.placeholder,
-            concurrency=settings.concurrency,
-            duration_s=settings.duration_s,
-            warmup_s=settings.warmup_s,
-        )
-        cpu_after = server.cpu_seconds()
-        server_cpu = None if cpu_before is None or cpu_after is None else cpu_after - cpu_before
-        outcomes.append(Outcome(scenario, load, server_cpu))
-    return outcomes
-
-
-def _run_async(main: Coroutine[Any, Any, list[Outcome]]) -> tuple[list[Outcome], str]:
-    """Run on uvloop when installed: the generator then costs the shared CPUs less."""
+def drive(main: Coroutine[Any, Any, T]) -> T:
+    """Run on uvloop when installed: the Python clients then cost the shared CPUs less."""
     try:
         import uvloop
     except ImportError:
-        return asyncio.run(main), "asyncio"
+        return asyncio.run(main)
     with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
-        return runner.run(main), "uvloop"
+        return runner.run(main)
+
+
+def run_cycles(settings: Settings) -> list[CycleResult]:
+    args = (settings.duration_s, settings.warmup_s, drive)
+    cycles = [sqlite_cycles(settings.deal_pairs, *args)]
+    print(cycles[0].summary(), flush=True)
+    redis_url: str | None = settings.redis_url
+    if problem := redis_problem(settings.redis_url):
+        print(
+            f"warning: Redis at {settings.redis_url} not usable ({problem}); "
+            "the PostgreSQL workers count rate limits each on their own",
+            flush=True,
+        )
+        redis_url = None
+    try:
+        for cycle in postgres_cycles(
+            settings.postgres_dsn,
+            redis_url,
+            settings.pg_workers,
+            settings.pg_clients // 2,
+            *args,
+        ):
+            cycles.append(cycle)
+            print(cycle.summary(), flush=True)
+    except Unavailable as exc:
+        print(f"deal cycle: PostgreSQL not measured: {exc}", flush=True)
+    return cycles
+
+
+def sealer_wanted(settings: Settings, elapsed_s: float) -> bool:
+    if settings.sealer is not None:
+        return settings.sealer
+    # Both backends: rounds of (without, with), plus starting and seeding each.
+    needed_s = 2 * (settings.sealer_rounds * 2 * settings.duration_s + SEALER_OVERHEAD_S)
+    if elapsed_s + needed_s <= settings.budget_s:
+        return True
+    print(
+        f"sealer: skipped: the run has taken {elapsed_s:.0f} s and the comparison needs "
+        f"about {needed_s:.0f} s more, past BENCH_BUDGET={settings.budget_s:g} s; "
+        "BENCH_SEALER=1 runs it",
+        flush=True,
+    )
+    return False
+
+
+def run_all(settings: Settings, generator: Generator, started: float) -> int:
+    outcomes = drive(measure_routes(generator, settings))
+    print(table(outcomes, settings, generator), flush=True)
+    scan_ms = mean_scan_ms()
+    print(f"scanner: {scan_ms:.3f} ms mean per 10,000-character body (target < 1 ms)")
+
+    memory: MemoryResult | None = None
+    if settings.memory_requests:
+        memory = measure_memory(generator, settings.memory_requests, drive)
+        print(memory.summary(), flush=True)
+
+    cycles = run_cycles(settings) if settings.deal_cycle else []
+
+    sealers: list[SealerComparison] = []
+    if sealer_wanted(settings, time.monotonic() - started):
+        sealers = compare_sealer(
+            settings.deal_pairs,
+            settings.duration_s,
+            settings.sealer_rounds,
+            settings.sealer_interval_s,
+            settings.postgres_dsn,
+            drive,
+        )
+        for comparison in sealers:
+            print(comparison.summary())
+
+    sqlite = next((c for c in cycles if c.backend == "sqlite"), None)
+    targets = [
+        *route_targets(outcomes),
+        sqlite_cycle_target(sqlite),
+        *postgres_targets([c for c in cycles if c.backend == "postgresql"], settings.pg_clients),
+        memory_target(memory, settings.memory_requests or 100_000),
+    ]
+    elapsed_s = time.monotonic() - started
+    document = as_json(
+        settings, generator, outcomes, scan_ms, cycles, memory, sealers, targets, elapsed_s
+    )
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(json.dumps(document, indent=2) + "\n")
+    print(f"wrote {RESULTS.relative_to(ROOT)} ({elapsed_s:.0f} s in all)")
+    for target in targets:
+        print(target.line())
+    print(summary(targets))
+
+    errors = (
+        any(o.load.flagged for o in outcomes)
+        or (memory is not None and memory.flagged)
+        or any(c.failed for c in cycles)
+        or not all(s.healthy for s in sealers)
+    )
+    return 1 if errors else 0
 
 
 def main() -> int:
+    started = time.monotonic()
     try:
         settings = settings_from_env()
-        with running_server() as server:
-            outcomes, loop = _run_async(measure(server, settings))
-    except (ConfigError, ServerError, SetupError) as exc:
+        generator = choose(settings.wrk, settings.wrk_threads, settings.concurrency)
+        if warning := generator.warning(settings.wrk):
+            print(warning, flush=True)
+        return run_all(settings, generator, started)
+    except (ConfigError, ServerError, SetupError, WrkError) as exc:
         print(f"bench: {exc}", file=sys.stderr)
         return 2
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(as_json(outcomes, settings, server, loop), indent=2) + "\n")
-    print(table(outcomes, settings))
-    scan_ms = mean_scan_ms()
-    print(f"scanner: {scan_ms:.3f} ms mean per 10,000-character body (target < 1 ms)")
-    if os.environ.get("BENCH_DEAL_CYCLE", "1") != "0":
-        pairs = int(os.environ.get("BENCH_DEAL_PAIRS", "4"))
-        for cycle in run_all(pairs, settings.duration_s, lambda c: _run_async(c)[0]):
-            print(
-                f"deal cycle ({cycle.backend}): {cycle.per_second:.1f} sealed deals/s with "
-                f"{pairs} trading pairs; p50 {cycle.percentile_ms(0.5) or 0:.1f} ms, "
-                f"p99 {cycle.percentile_ms(0.99) or 0:.1f} ms per deal (5 requests); "
-                f"{cycle.errors} failed cycles"
-            )
-    sealer_ok = True
-    if os.environ.get("BENCH_SEALER", "1") != "0":
-        pairs = int(os.environ.get("BENCH_DEAL_PAIRS", "4"))
-        for comparison in compare_sealer(pairs, settings.duration_s, lambda c: _run_async(c)[0]):
-            print(comparison.summary())
-            sealer_ok = sealer_ok and comparison.healthy
-    print(f"wrote {RESULTS.relative_to(ROOT)}")
-    return 1 if any(o.flagged for o in outcomes) or not sealer_ok else 0
 
 
 if __name__ == "__main__":

@@ -5,7 +5,8 @@ database, so what one leaves behind (e.g. accounts) is there for the next.
 
 To add one, append to SCENARIOS. A scenario whose requests must differ (an
 Idempotency-Key per request) names that header in `unique_header`: the load generator
-gives every request a fresh UUID there.
+gives every request a fresh value there (wrk: run token, thread and counter; the Python
+fallback: a UUID).
 """
 
 from __future__ import annotations
@@ -18,12 +19,9 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from bench import bare
 from bench.server import ROOT, Server
 from bench.wire import Client, encode_request
-
-# Served by bench.app. The driver does not import the app, so a broken app shows up as
-# a server that fails to start, with its log.
-BARE_PATH = "/bench/bare"
 
 
 @dataclass(frozen=True)
@@ -34,7 +32,8 @@ class Scenario:
     headers: Mapping[str, str] = field(default_factory=dict)
     body: Any = None  # sent as JSON when not None
     setup: Setup | None = None
-    unique_header: str | None = None  # filled with a fresh UUID on every request
+    unique_header: str | None = None  # given a fresh value on every request
+    note: str = ""  # shown after the request in the table
 
     @property
     def placeholder(self) -> bytes | None:
@@ -42,7 +41,7 @@ class Scenario:
 
     @property
     def label(self) -> str:
-        return f"{self.method} {self.path}"
+        return f"{self.method} {self.path}" + (f" ({self.note})" if self.note else "")
 
     def encode(self, host: str, port: int) -> bytes:
         headers = dict(self.headers)
@@ -78,7 +77,8 @@ async def with_new_account(client: Client, scenario: Scenario, server: Server) -
     return replace(scenario, headers={**scenario.headers, "x-api-key": key})
 
 
-_seeded_key: list[str] = []
+# The seeded account's key per database: each server under test has its own.
+_seeded_keys: dict[str, str] = {}
 
 
 async def run_seed(server: Server, *args: str) -> bytes:
@@ -100,11 +100,12 @@ async def run_seed(server: Server, *args: str) -> bytes:
 
 
 async def with_seeded_market(client: Client, scenario: Scenario, server: Server) -> Scenario:
-    """A funded account and FEED_LISTINGS live listings, seeded once per run."""
-    if not _seeded_key:
+    """A funded account and FEED_LISTINGS live listings, seeded once per database."""
+    database = server.env["BROKER_DATABASE_URL"]
+    if database not in _seeded_keys:
         out = await run_seed(server, str(FEED_LISTINGS))
-        _seeded_key.append(json.loads(out)["api_key"])
-    return replace(scenario, headers={**scenario.headers, "x-api-key": _seeded_key[0]})
+        _seeded_keys[database] = json.loads(out)["api_key"]
+    return replace(scenario, headers={**scenario.headers, "x-api-key": _seeded_keys[database]})
 
 
 LISTING = {
@@ -150,12 +151,21 @@ async def with_open_thread(client: Client, scenario: Scenario, server: Server) -
     )
 
 
-# The first is the baseline every other scenario is compared with; it always runs.
+# Served by bench.bare in its own process; every other figure is compared with it.
+BARE = Scenario("bare", "GET", bare.PATH, note="bare FastAPI, own process")
+
+# Served by the service, in this order.
 SCENARIOS: list[Scenario] = [
-    Scenario("bare", "GET", BARE_PATH),
+    Scenario("health", "GET", "/health"),
     Scenario("account", "GET", "/v1/account", setup=with_new_account),
     Scenario("register", "POST", "/v1/account/register", body={"accepted_terms": True}),
-    Scenario("feed", "GET", "/v1/feed?limit=20", setup=with_seeded_market),
+    Scenario(
+        "feed",
+        "GET",
+        "/v1/feed?limit=20",
+        setup=with_seeded_market,
+        note=f"{FEED_LISTINGS:,} live listings",
+    ),
     Scenario(
         "listing",
         "POST",

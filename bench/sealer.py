@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import signal
 import sys
 import threading
@@ -27,7 +26,8 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
-from bench.cycle import CycleResult, measure_cycles, postgres_database
+from bench.cycle import CycleResult, measure_cycles, percentile_ms
+from bench.postgres import Unavailable, fresh_database
 from bench.server import ROOT, Server, running_server
 
 TARGET_RATIO = 0.90
@@ -49,6 +49,11 @@ class SealerComparison:
         seconds = sum(r.seconds for r in results)
         return sum(r.deals for r in results) / seconds if seconds else 0.0
 
+    @staticmethod
+    def _p99_ms(results: list[CycleResult]) -> float | None:
+        """p99 per deal over every round's deals."""
+        return percentile_ms([s for r in results for s in r.latencies_s], 0.99)
+
     @property
     def per_second_without(self) -> float:
         return self._rate(self.without)
@@ -64,23 +69,49 @@ class SealerComparison:
 
     @property
     def errors(self) -> int:
-        return sum(r.errors for r in self.without + self.with_sealer)
+        return sum(r.failed for r in self.without + self.with_sealer)
 
     @property
     def healthy(self) -> bool:
         """The sealer ran and left an ok verdict (the ratio is reported, not judged)."""
         return self.error is None and self.runs > 0 and self.verdict == "ok"
 
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "backend": self.backend,
+            "deals_per_s_without": round(self.per_second_without, 1),
+            "deals_per_s_with": round(self.per_second_with, 1),
+            "p99_ms_without": _round(self._p99_ms(self.without)),
+            "p99_ms_with": _round(self._p99_ms(self.with_sealer)),
+            "ratio": round(self.ratio, 3),
+            "target_ratio": TARGET_RATIO,
+            "sealer_runs": self.runs,
+            "sealer_busy_share": round(self.busy_s / self.loop_s, 3) if self.loop_s else None,
+            "verdict": self.verdict,
+            "error": self.error,
+            "failed_cycles": self.errors,
+        }
+
     def summary(self) -> str:
         duty = self.busy_s / self.loop_s if self.loop_s else 0.0
         verdict = f"last verdict {self.verdict}" + (f" ({self.error})" if self.error else "")
         mark = "" if self.ratio >= TARGET_RATIO else f"  BELOW TARGET {TARGET_RATIO:.2f}"
+        p99_with, p99_without = self._p99_ms(self.with_sealer), self._p99_ms(self.without)
         return (
             f"sealer ({self.backend}): {self.per_second_with:.1f} sealed deals/s with the "
-            f"sealer running vs {self.per_second_without:.1f} without: ratio "
+            f"sealer running (p99 {_ms(p99_with)}) vs {self.per_second_without:.1f} without "
+            f"(p99 {_ms(p99_without)}): ratio "
             f"{self.ratio:.2f} (target >= {TARGET_RATIO:.2f}){mark}; {self.runs} sealer "
             f"runs, busy {duty:.0%} of the time; {verdict}; {self.errors} failed cycles"
         )
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f} ms"
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 1)
 
 
 async def _start_sealer(server: Server, interval_s: float) -> asyncio.subprocess.Process:
@@ -120,10 +151,10 @@ async def compare(
     warming cache, a noisy neighbour) weighs on both sides alike."""
     result = SealerComparison(backend=backend)
     for _ in range(rounds):
-        result.without.append(await measure_cycles(server, backend, pairs, duration_s))
+        result.without.append(await measure_cycles(server, backend, pairs, duration_s, 0))
         proc = await _start_sealer(server, interval_s)
         try:
-            result.with_sealer.append(await measure_cycles(server, backend, pairs, duration_s))
+            result.with_sealer.append(await measure_cycles(server, backend, pairs, duration_s, 0))
         finally:
             await _stop_sealer(proc, result)
     return result
@@ -132,22 +163,23 @@ async def compare(
 def run_all(
     pairs: int,
     duration_s: float,
+    rounds: int,
+    interval_s: float,
+    admin_dsn: str,
     run: Callable[[Coroutine[Any, Any, SealerComparison]], SealerComparison],
 ) -> list[SealerComparison]:
-    """Compare on SQLite, then on PostgreSQL when reachable (`run` drives a coroutine)."""
-    rounds = int(os.environ.get("BENCH_SEALER_ROUNDS", "2"))
-    interval_s = float(os.environ.get("BENCH_SEALER_INTERVAL", "0.5"))
+    """Compare on SQLite, then on PostgreSQL (one uvicorn worker) when reachable (`run`
+    drives a coroutine)."""
     results = []
     with running_server() as server:
         results.append(run(compare(server, "sqlite", pairs, duration_s, rounds, interval_s)))
-    with postgres_database() as url:
-        if url is None:
-            print("sealer: PostgreSQL not reachable; measured on SQLite only", file=sys.stderr)
-        else:
-            with running_server(url) as server:
-                results.append(
-                    run(compare(server, "postgresql", pairs, duration_s, rounds, interval_s))
-                )
+    try:
+        with fresh_database(admin_dsn) as url, running_server(url) as server:
+            results.append(
+                run(compare(server, "postgresql", pairs, duration_s, rounds, interval_s))
+            )
+    except Unavailable as exc:
+        print(f"sealer: measured on SQLite only: {exc}", file=sys.stderr)
     return results
 
 

@@ -1,4 +1,5 @@
-"""Minimal HTTP/1.1 over asyncio streams: just enough for keep-alive load and setup calls.
+"""Minimal HTTP/1.1 over asyncio streams: just enough for keep-alive load, the deal cycle
+and setup calls.
 
 No HTTP client library on purpose: the load generator shares the CPUs with the server,
 and a full client spends more per request than a bare FastAPI route does."""
@@ -7,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -105,3 +107,54 @@ class Client:
                 return await read_response(reader)
             finally:
                 writer.close()
+
+
+# uvicorn closes a keep-alive connection idle for 5 s (its default); a connection idle
+# for longer than this is not reused, as an HTTP client's pool would not reuse it, so a
+# request is never sent into a close already on its way.
+MAX_IDLE_S = 4.0
+
+
+class Connection:
+    """One keep-alive connection, as an agent holds to the service: opened on first use and
+    again after the server closed it, it sat idle too long or a request failed on it."""
+
+    def __init__(self, host: str, port: int, timeout: float = 30.0) -> None:
+        self.host, self.port, self.timeout = host, port, timeout
+        self._streams: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
+        self._last_used = 0.0
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        json_body: Any = None,
+    ) -> Response:
+        """The response; raises OSError, TimeoutError or asyncio.IncompleteReadError when
+        none came (the connection is then closed, and reopened by the next request)."""
+        payload = encode_request(method, path, self.host, self.port, headers, json_body)
+        if self._streams is not None and (
+            self._streams[0].at_eof() or time.monotonic() - self._last_used > MAX_IDLE_S
+        ):
+            self.close()  # closed by the server, or about to be
+        try:
+            async with asyncio.timeout(self.timeout):
+                if self._streams is None:
+                    self._streams = await asyncio.open_connection(self.host, self.port)
+                reader, writer = self._streams
+                writer.write(payload)
+                response = await read_response(reader)
+        except BaseException:
+            self.close()
+            raise
+        self._last_used = time.monotonic()
+        if response.closes:
+            self.close()
+        return response
+
+    def close(self) -> None:
+        if self._streams is not None:
+            self._streams[1].close()
+            self._streams = None

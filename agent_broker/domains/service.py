@@ -21,6 +21,9 @@ def verified_accounts(session: Session, account_ids: set[str]) -> set[str]:
     """Which of these accounts proved a domain (one query)."""
     if not account_ids:
         return set()
+    if len(account_ids) == 1:
+        (only,) = account_ids
+        return {only} if has_verified_domain(session, only) else set()
     rows = session.scalars(
         select(DomainClaim.account_id).where(DomainClaim.account_id.in_(account_ids)).distinct()
     )

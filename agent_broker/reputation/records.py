@@ -12,6 +12,7 @@ from sqlalchemy.orm import Session, aliased
 from agent_broker import clock
 from agent_broker.accounts import directory
 from agent_broker.accounts.models import AccountRecord
+from agent_broker.db.prepared import Prepared
 from agent_broker.domains import service as domains
 from agent_broker.ledger import service as ledger
 from agent_broker.problems import NotFound
@@ -45,8 +46,9 @@ _STAT_COLUMNS = (
 )
 
 
-def _evidence_statement() -> Select:
-    """Running counters and both facets of each account: one row apiece."""
+def _evidence_statement(*, single: bool) -> Select:
+    """Running counters and both facets of each account: one row apiece (`single`: of the
+    account bound as `id`, else of those bound as `ids`)."""
     facet_of = {role: aliased(ReputationFacet, name=f"{role}_facet") for role in ROLES}
     seller = facet_of["seller"]
     columns = [seller.account_id.label("id")]
@@ -60,12 +62,30 @@ def _evidence_statement() -> Select:
         .join(buyer, (buyer.account_id == seller.account_id) & (buyer.role == "buyer"))
         .outerjoin(ReputationStats, ReputationStats.account_id == seller.account_id)
     )
-    return statement.where(
-        seller.role == "seller", seller.account_id.in_(bindparam("ids", expanding=True))
+    chosen = (
+        seller.account_id == bindparam("id")
+        if single
+        else seller.account_id.in_(bindparam("ids", expanding=True))
     )
+    return statement.where(seller.role == "seller", chosen)
 
 
-_EVIDENCE = _evidence_statement()
+_EVIDENCE = _evidence_statement(single=False)
+_sales = ReputationSales.__table__
+_SALES = select(_sales.c.account_id, _sales.c.category, _sales.c.sales)
+# One account's record (a thread read, a lookup, an attestation): prepared statements.
+_EVIDENCE_OF_ONE = Prepared(_evidence_statement(single=True))
+_SALES_OF_ONE = Prepared(_SALES.where(_sales.c.account_id == bindparam("id")))
+
+
+def _evidence(session: Session, ids: set[str]) -> tuple[list[Any], list[Any]]:
+    """The evidence rows and sales rows of these accounts."""
+    if len(ids) == 1:
+        (only,) = ids
+        return _EVIDENCE_OF_ONE.all(session, id=only), _SALES_OF_ONE.all(session, id=only)
+    evidence = session.execute(_EVIDENCE, {"ids": list(ids)}).all()
+    sales = session.execute(_SALES.where(_sales.c.account_id.in_(ids))).all()
+    return evidence, sales
 
 
 def _standing(
@@ -76,15 +96,12 @@ def _standing(
     ids = set(created)
     funded = ledger.funded_accounts(session, ids)
     verified = domains.verified_accounts(session, ids)
+    evidence, sales_rows = _evidence(session, ids)
     sales: dict[str, dict[str, int]] = {}
-    for row in session.execute(
-        select(ReputationSales.account_id, ReputationSales.category, ReputationSales.sales).where(
-            ReputationSales.account_id.in_(ids)
-        )
-    ):
+    for row in sales_rows:
         sales.setdefault(row.account_id, {})[row.category] = row.sales
     records = {}
-    for row in session.execute(_EVIDENCE, {"ids": list(ids)}):
+    for row in evidence:
         counters = {
             role: {name: getattr(row, f"{role}_{name}") for name in _FACET_COUNTERS}
             for role in ROLES

@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from agent_broker.config import Settings
 
 BEGIN_MODE = "agent_broker_begin"
+MAX_OVERFLOW = 20  # connections opened beyond the pool's size under a burst, then closed
 _BEGIN = {"IMMEDIATE": "BEGIN IMMEDIATE", "DEFERRED": "BEGIN DEFERRED"}
 
 
@@ -35,6 +36,14 @@ class Database:
     _gates: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = field(
         default_factory=weakref.WeakKeyDictionary
     )
+    # Elsewhere (PostgreSQL): how many request sessions may be open at once in this process,
+    # the connection pool's capacity. A request waits here, on the event loop, before its
+    # session opens, so its database work in the thread pool never waits for a connection
+    # while holding a thread that a connection's holder needs next.
+    session_slots: int | None = None
+    _slots: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = field(
+        default_factory=weakref.WeakKeyDictionary
+    )
 
     def write_gate(self) -> AbstractAsyncContextManager[object]:
         if not self.serialise_writes:
@@ -44,6 +53,15 @@ class Database:
         if gate is None:
             gate = self._gates[loop] = asyncio.Lock()
         return gate
+
+    def session_slot(self) -> AbstractAsyncContextManager[object]:
+        if self.session_slots is None:
+            return nullcontext()
+        loop = asyncio.get_running_loop()
+        slots = self._slots.get(loop)
+        if slots is None:
+            slots = self._slots[loop] = asyncio.Semaphore(self.session_slots)
+        return slots
 
     def dispose(self) -> None:
         self.engine.dispose()
@@ -83,7 +101,7 @@ def create_database(settings: Settings) -> Database:
                 "timeout": settings.sqlite_busy_timeout_ms / 1000,
             },
             pool_size=settings.db_pool_size,
-            max_overflow=20,
+            max_overflow=MAX_OVERFLOW,
             hide_parameters=True,
         )
         _configure_sqlite(engine, settings.sqlite_busy_timeout_ms)
@@ -92,7 +110,7 @@ def create_database(settings: Settings) -> Database:
         engine = create_engine(
             url,
             pool_size=settings.db_pool_size,
-            max_overflow=20,
+            max_overflow=MAX_OVERFLOW,
             pool_pre_ping=True,
             hide_parameters=True,
         )
@@ -104,4 +122,5 @@ def create_database(settings: Settings) -> Database:
         writer=sessionmaker(bind=engine, expire_on_commit=False, info=info),
         reader=sessionmaker(bind=reader_bind, expire_on_commit=False, info=info),
         serialise_writes=info["inline"],
+        session_slots=None if info["inline"] else settings.db_pool_size + MAX_OVERFLOW,
     )

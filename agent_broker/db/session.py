@@ -49,12 +49,13 @@ async def _transaction(factory: sessionmaker[Session]) -> AsyncIterator[Session]
 
 async def write_session(request: Request) -> AsyncIterator[Session]:
     db = request.app.state.db
-    async with db.write_gate(), _transaction(db.writer) as session:
+    async with db.session_slot(), db.write_gate(), _transaction(db.writer) as session:
         yield session
 
 
 async def read_session(request: Request) -> AsyncIterator[Session]:
-    async with _transaction(request.app.state.db.reader) as session:
+    db = request.app.state.db
+    async with db.session_slot(), _transaction(db.reader) as session:
         yield session
 
 

@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint bench clean
+.PHONY: run test lint bench soak clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -23,6 +23,9 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m bench.run
+
+soak: $(STAMP)
+	$(BIN)/python -m bench.soak --seconds 120 --clients 64 --workers 2 --kill-every 5
 
 clean:
 	rm -rf $(VENV) var .pytest_cache .ruff_cache

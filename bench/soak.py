@@ -1,0 +1,182 @@
+"""Soak: the write side of the interface under load while workers are SIGKILLed.
+
+    .venv/bin/python -m bench.soak [--seconds N] [--clients 64] [--workers 2] [--kill-every S]
+
+Creates a PostgreSQL database with a random name (dropped afterwards), migrates it, and
+serves it with `agent-broker serve --workers N --no-migrate` on a free loopback port, rate
+limits shared in Redis. Each client registers three accounts, completes their profiles,
+has the operator fund them, then runs trading rounds (bench.soak_flow) until the time is
+up, while one worker is killed every S seconds and uvicorn's supervisor replaces it.
+Calls whose connection died are retried, Idempotency-Key calls with the same key; a share
+of completed keyed calls is re-sent during the load and a sample again after it.
+
+It passes when: no answer had a 5xx status; connections failed only around kills; every
+kill was followed by a replacement worker; every call answered as the flow expects; every
+re-sent keyed call answered as it did first; every write route in /openapi.json succeeded;
+each wallet's balance and holds, and the fee and operator books, equal the driver's own
+account; and `agent-broker ledger check` exits 0.
+
+Exit status: 0 all checks passed, 1 a check failed, 2 the soak could not run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import random
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import psycopg
+import redis
+
+from bench import soak_checks as checks
+from bench.soak_accounts import Trader, fund, new_trader
+from bench.soak_flow import trade_round
+from bench.soak_http import Caller, Exchange
+from bench.soak_killer import kill_workers
+from bench.soak_report import SoakReport
+from bench.soak_server import Broker, ServerError, postgres_database, running_broker
+
+DEFAULT_POSTGRES = "postgresql://postgres@127.0.0.1:5432/postgres"
+DEFAULT_REDIS = "redis://127.0.0.1:6379/14"
+
+
+class SoakUnavailable(RuntimeError):
+    """PostgreSQL or Redis cannot be reached, or the service would not start."""
+
+
+@dataclass(frozen=True)
+class SoakOptions:
+    seconds: float = 120.0
+    clients: int = 64
+    workers: int = 2
+    kill_every: float = 5.0
+    replay_fraction: float = 0.2  # of completed keyed calls, re-sent at once
+    final_replays: int = 200  # completed keyed calls re-sent after the load
+    postgres_dsn: str = os.environ.get("BENCH_POSTGRES_DSN", DEFAULT_POSTGRES)
+    redis_url: str = os.environ.get("BENCH_REDIS_URL", DEFAULT_REDIS)
+
+
+async def _load(options: SoakOptions, broker: Broker, database_url: str) -> SoakReport:
+    report = SoakReport(options)
+    caller = Caller(broker.host, broker.port, report.tally, options.replay_fraction)
+    openapi = (await caller.call("GET", "/openapi.json")).body
+    made = await asyncio.gather(*(new_trader(caller, n) for n in range(options.clients)))
+    if None in made:
+        raise SoakUnavailable(f"setting up the clients failed: {report.tally.problems[:3]}")
+    report.traders = [t for t in made if t is not None]
+    accounts = [account for trader in report.traders for account in trader.accounts]
+    fund(database_url, accounts)
+
+    started = time.monotonic()
+    deadline = started + options.seconds
+
+    async def keep_trading(trader: Trader) -> None:
+        while time.monotonic() < deadline:
+            await trade_round(caller, trader)
+
+    await asyncio.gather(
+        kill_workers(broker, options.kill_every, deadline, report.kills),
+        *(keep_trading(trader) for trader in report.traders),
+    )
+    report.load_seconds = time.monotonic() - started
+    # Re-sent once the dust settled too: what was stored under fire must still answer.
+    sample = random.sample(
+        report.tally.exchanges, min(options.final_replays, len(report.tally.exchanges))
+    )
+    # As many at a time as there are clients: the load stays the size asked for.
+    await asyncio.gather(
+        *(_replay_all(caller, sample[n :: options.clients]) for n in range(options.clients))
+    )
+
+    wanted_kills = max(1, int(options.seconds / options.kill_every / 2))
+    report.checks = [
+        checks.server_errors(report.tally),
+        checks.connection_failures(report.tally, report.kills),
+        checks.restarts(report.kills, broker, wanted_kills),
+        checks.requests(report.tally),
+        checks.replays(report.tally),
+        checks.coverage(openapi, report.tally),
+        await checks.balances(caller, accounts),
+        checks.fee_books(database_url, accounts),
+        checks.ledger_check(broker),
+    ]
+    return report
+
+
+async def _replay_all(caller: Caller, exchanges: list[Exchange]) -> None:
+    for exchange in exchanges:
+        await caller.replay(exchange)
+
+
+def postgres_problem(dsn: str) -> str | None:
+    """Why PostgreSQL at `dsn` cannot serve the soak, or None."""
+    try:
+        psycopg.connect(dsn, connect_timeout=3).close()
+    except Exception as exc:  # noqa: BLE001 - any failure means "not available"
+        return f"PostgreSQL not reachable at {dsn}: {type(exc).__name__}"
+    return None
+
+
+def redis_problem(url: str) -> str | None:
+    """Why Redis at `url` cannot serve the soak, or None (the service would fail open
+    without it, and the shared rate limits would go untested)."""
+    try:
+        redis.Redis.from_url(url, socket_connect_timeout=3).ping()
+    except redis.RedisError as exc:
+        return f"Redis not reachable at {url}: {type(exc).__name__}"
+    return None
+
+
+def run_soak(options: SoakOptions) -> SoakReport:
+    if reason := postgres_problem(options.postgres_dsn) or redis_problem(options.redis_url):
+        raise SoakUnavailable(reason)
+    with (
+        tempfile.TemporaryDirectory(prefix="agent-broker-soak-") as tmp,
+        postgres_database(options.postgres_dsn) as database_url,
+    ):
+        try:
+            with running_broker(
+                Path(tmp), database_url, options.redis_url, options.workers
+            ) as broker:
+                try:
+                    report = asyncio.run(_load(options, broker, database_url))
+                finally:
+                    logged = broker.logged_errors()
+        except ServerError as exc:
+            raise SoakUnavailable(str(exc)) from None
+    report.server_errors = logged
+    return report
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.soak", description=__doc__.split("\n")[0]
+    )
+    parser.add_argument("--seconds", type=float, default=SoakOptions.seconds)
+    parser.add_argument("--clients", type=int, default=SoakOptions.clients)
+    parser.add_argument("--workers", type=int, default=SoakOptions.workers)
+    parser.add_argument("--kill-every", type=float, default=SoakOptions.kill_every)
+    args = parser.parse_args(argv)
+    if min(args.seconds, args.clients, args.kill_every) <= 0:
+        parser.error("--seconds, --clients and --kill-every must be positive")
+    if args.workers < 2:
+        # One worker is served by the serve process itself: no supervisor to replace it.
+        parser.error("--workers must be at least 2")
+    options = SoakOptions(args.seconds, args.clients, args.workers, args.kill_every)
+    try:
+        report = run_soak(options)
+    except SoakUnavailable as exc:
+        print(f"soak: {exc}", file=sys.stderr)
+        return 2
+    print(report.summary())
+    return 0 if report.passed else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -131,23 +131,17 @@ def run_once(
     answer into the replay (for example re-rendering a deal package from its id)."""
     if key is None:
         return compute()
-    record = _claimed(session, scope, key, now)
-    if record is not None:
-        return replayed(_kept(record, key))
-    claim_id = _CLAIM.scalar(
-        session,
-        scope=scope,
-        route=key.operation,
-        key=key.key,
-        request_hash=key.fingerprint,
-        now=now,
-    )
+    # Claim first: a new key (the usual case) costs one statement. Only a key already
+    # taken is looked up: an earlier call's answer to replay, a concurrent call that has
+    # just committed, or a record past retention, which is forgotten and claimed afresh.
+    claim_id = _claim(session, scope, key, now)
     if claim_id is None:
-        # A concurrent call with this key committed first: answer as it did.
         record = _claimed(session, scope, key, now)
-        if record is None:
+        if record is not None:
+            return replayed(_kept(record, key))
+        claim_id = _claim(session, scope, key, now)
+        if claim_id is None:
             raise RuntimeError("an idempotency key was neither claimable nor claimed")
-        return replayed(_kept(record, key))
     outcome = compute()
     _ANSWER.execute(
         session,
@@ -156,6 +150,18 @@ def run_once(
         body=json.dumps(stored(outcome.body), separators=(",", ":")),
     )
     return outcome
+
+
+def _claim(session: Session, scope: str, key: IdempotencyKey, now: datetime) -> int | None:
+    """Insert the key's record; its id, or None when the key is already taken."""
+    return _CLAIM.scalar(
+        session,
+        scope=scope,
+        route=key.operation,
+        key=key.key,
+        request_hash=key.fingerprint,
+        now=now,
+    )
 
 
 def _claimed(session: Session, scope: str, key: IdempotencyKey, now: datetime) -> _Kept | None:

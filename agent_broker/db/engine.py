@@ -77,6 +77,9 @@ def _configure_sqlite(engine: Engine, busy_timeout_ms: int) -> None:
         cur.execute("PRAGMA foreign_keys=ON")
         cur.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
         cur.execute("PRAGMA synchronous=NORMAL")
+        # Reads through a shared memory map instead of a read() call per page missed in
+        # the connection's own small cache: a few percent on every read (make bench).
+        cur.execute("PRAGMA mmap_size=268435456")
         cur.close()
 
     @event.listens_for(engine, "begin")

@@ -58,14 +58,15 @@ class Server:
         # utime and stime are fields 14 and 15 of stat(5); fields[0] here is field 3.
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
-    def rss_bytes(self) -> int | None:
-        """Resident set size of the server process (VmRSS in /proc/PID/status)."""
+    def rss_bytes(self, field: str = "VmRSS") -> int | None:
+        """Resident memory of the server process: VmRSS in /proc/PID/status, or another of
+        its kB fields (RssAnon: the process's own memory, without mapped files)."""
         try:
             status = Path(f"/proc/{self.pid}/status").read_text()
         except OSError:
             return None
         for line in status.splitlines():
-            if line.startswith("VmRSS:"):
+            if line.startswith(f"{field}:"):
                 return int(line.split()[1]) * 1024  # reported in kB
         return None
 

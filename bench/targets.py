@@ -151,7 +151,7 @@ def postgres_targets(cycles: Sequence[CycleResult], clients: int) -> list[Target
 
 def memory_target(memory: MemoryResult | None, total: int) -> Target:
     title = (
-        f"worker RSS after {total:,} requests within {MEMORY_GROWTH:.0%} of after "
+        f"worker memory (RssAnon) after {total:,} requests within {MEMORY_GROWTH:.0%} of after "
         f"{FIRST_REQUESTS:,}"
     )
     if memory is None:

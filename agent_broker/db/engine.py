@@ -15,6 +15,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
 
 from agent_broker.config import Settings
+from agent_broker.db.dispatch import THREADS
 
 BEGIN_MODE = "agent_broker_begin"
 MAX_OVERFLOW = 20  # connections opened beyond the pool's size under a burst, then closed
@@ -36,10 +37,11 @@ class Database:
     _gates: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = field(
         default_factory=weakref.WeakKeyDictionary
     )
-    # Elsewhere (PostgreSQL): how many request sessions may be open at once in this process,
-    # the connection pool's capacity. A request waits here, on the event loop, before its
-    # session opens, so its database work in the thread pool never waits for a connection
-    # while holding a thread that a connection's holder needs next.
+    # Elsewhere (PostgreSQL): how many request sessions may be open at once in this process:
+    # the pool's size (its overflow is left to jobs and the CLI's work). A request waits here,
+    # on the event loop, before its session opens, so its database work never waits for a
+    # connection while holding a thread that a connection's holder needs next; the
+    # sessions' threads number one more than this (agent_broker.db.dispatch).
     session_slots: int | None = None
     _slots: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = field(
         default_factory=weakref.WeakKeyDictionary
@@ -118,12 +120,17 @@ def create_database(settings: Settings) -> Database:
             hide_parameters=True,
         )
         reader_bind = engine
-    # Sessions know whether their blocking work may run on the event loop (see dispatch).
-    info = {"inline": url.get_backend_name() == "sqlite"}
+    # Sessions know whether their blocking work may run on the event loop and, when not, on
+    # how many threads (see dispatch).
+    inline = url.get_backend_name() == "sqlite"
+    slots = None if inline else settings.db_pool_size
+    info: dict = {"inline": inline}
+    if slots is not None:
+        info[THREADS] = slots + 1
     return Database(
         engine=engine,
         writer=sessionmaker(bind=engine, expire_on_commit=False, info=info),
         reader=sessionmaker(bind=reader_bind, expire_on_commit=False, info=info),
-        serialise_writes=info["inline"],
-        session_slots=None if info["inline"] else settings.db_pool_size + MAX_OVERFLOW,
+        serialise_writes=inline,
+        session_slots=slots,
     )

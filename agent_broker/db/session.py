@@ -12,9 +12,8 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 from sqlalchemy.orm import Session, sessionmaker
-from starlette.concurrency import run_in_threadpool
 
-from agent_broker.db.dispatch import runs_inline
+from agent_broker.db.dispatch import in_thread, runs_inline
 
 
 def _finish(session: Session, succeeded: bool) -> None:
@@ -31,7 +30,7 @@ async def _end(session: Session, succeeded: bool) -> None:
     if runs_inline(session):
         _finish(session, succeeded)
     else:
-        await run_in_threadpool(_finish, session, succeeded)
+        await in_thread(session, _finish, session, succeeded)
 
 
 @asynccontextmanager

@@ -94,7 +94,21 @@ def service_environment(
     return env
 
 
-def _free_port() -> int:
+def migrate(env: dict[str, str]) -> None:
+    """`agent-broker db upgrade` with the service's environment."""
+    done = subprocess.run(
+        [str(BIN / "agent-broker"), "db", "upgrade"],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    if done.returncode != 0:
+        raise ServerError(f"agent-broker db upgrade failed:\n{done.stderr.strip()}")
+
+
+def free_port() -> int:
     with socket.socket() as sock:
         sock.bind((HOST, 0))
         return int(sock.getsockname()[1])
@@ -172,7 +186,7 @@ def running_bare() -> Iterator[Server]:
 
     with tempfile.TemporaryDirectory(prefix="agent-broker-bench-") as tmp:
         env = {k: v for k, v in os.environ.items() if not k.startswith("BROKER_")}
-        command = _uvicorn("bench.bare:app", _free_port())
+        command = _uvicorn("bench.bare:app", free_port())
         with _serving(command, env, Path(tmp), PATH, workers=1) as server:
             yield server
 
@@ -184,17 +198,8 @@ def running_server(database_url: str | None = None) -> Iterator[Server]:
     with tempfile.TemporaryDirectory(prefix="agent-broker-bench-") as tmp:
         workdir = Path(tmp)
         env = service_environment(workdir, database_url)
-        migrate = subprocess.run(
-            [str(BIN / "agent-broker"), "db", "upgrade"],
-            env=env,
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        if migrate.returncode != 0:
-            raise ServerError(f"agent-broker db upgrade failed:\n{migrate.stderr.strip()}")
-        command = _uvicorn("agent_broker.app:app_factory", _free_port(), "--factory")
+        migrate(env)
+        command = _uvicorn("agent_broker.app:app_factory", free_port(), "--factory")
         with _serving(command, env, workdir, "/health", workers=1) as server:
             yield server
 
@@ -208,7 +213,7 @@ def running_cli(database_url: str, workers: int, redis_url: str | None) -> Itera
         env = service_environment(workdir, database_url, redis_url)
         command = (
             *(str(BIN / "agent-broker"), "serve", "--workers", str(workers)),
-            *("--host", HOST, "--port", str(_free_port())),
+            *("--host", HOST, "--port", str(free_port())),
         )
         with _serving(command, env, workdir, "/health", workers) as server:
             yield server

@@ -13,9 +13,7 @@ import os
 import re
 import secrets
 import signal
-import socket
 import subprocess
-import sys
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -25,19 +23,14 @@ from pathlib import Path
 
 import psycopg
 
-ROOT = Path(__file__).resolve().parent.parent
-BIN = Path(sys.executable).parent  # the venv's bin: run as .venv/bin/python -m bench.soak
-HOST = "127.0.0.1"
+from bench.server import BIN, HOST, ROOT, ServerError, free_port, migrate
+
 STARTUP_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 20.0
 # Every client comes from 127.0.0.1, so per-source and per-account limits are lifted (a
 # short window keeps the Redis entries of a moving window few and short-lived).
 UNLIMITED = "100000/minute"
 _ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
-
-
-class ServerError(RuntimeError):
-    pass
 
 
 @dataclass(frozen=True)
@@ -158,12 +151,6 @@ def environment(workdir: Path, database_url: str, redis_url: str, port: int) -> 
     return env
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind((HOST, 0))
-        return int(sock.getsockname()[1])
-
-
 @contextmanager
 def running_broker(
     workdir: Path, database_url: str, redis_url: str, workers: int
@@ -171,16 +158,7 @@ def running_broker(
     """Migrate, serve, and yield once /health answers and every worker is up; stop after."""
     port = free_port()
     env = environment(workdir, database_url, redis_url, port)
-    migrate = subprocess.run(
-        [str(BIN / "agent-broker"), "db", "upgrade"],
-        env=env,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    if migrate.returncode != 0:
-        raise ServerError(f"agent-broker db upgrade failed:\n{migrate.stderr.strip()}")
+    migrate(env)
     command = [str(BIN / "agent-broker"), "serve", "--host", HOST, "--port", str(port)]
     command += ["--workers", str(workers), "--no-migrate"]
     log_path = workdir / "server.log"

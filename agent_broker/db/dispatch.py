@@ -17,7 +17,7 @@ import asyncio
 import functools
 import weakref
 from collections.abc import Callable
-from typing import Any, ParamSpec, TypeVar
+from typing import Any, Generic, ParamSpec, TypeVar
 
 import anyio.to_thread
 from anyio import CapacityLimiter
@@ -28,23 +28,30 @@ P = ParamSpec("P")
 T = TypeVar("T")
 
 
-# Session info key: how many threads a process gives to request sessions' database work.
+# Session info key: the PerLoop limiter of the threads request sessions' work runs on.
 THREADS = "threads"
-_limiters: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, CapacityLimiter] = (
-    weakref.WeakKeyDictionary()
-)
+
+
+class PerLoop(Generic[T]):
+    """One object per event loop, made there on first use: asyncio locks and semaphores
+    and anyio limiters belong to the loop they are used on."""
+
+    def __init__(self, make: Callable[[], T]) -> None:
+        self._make = make
+        self._by_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, T] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    def get(self) -> T:
+        loop = asyncio.get_running_loop()
+        made = self._by_loop.get(loop)
+        if made is None:
+            made = self._by_loop[loop] = self._make()
+        return made
 
 
 def runs_inline(session: Session) -> bool:
     return bool(session.info.get("inline"))
-
-
-def _limiter(threads: int) -> CapacityLimiter:
-    loop = asyncio.get_running_loop()
-    limiter = _limiters.get(loop)
-    if limiter is None:
-        limiter = _limiters[loop] = CapacityLimiter(threads)
-    return limiter
 
 
 async def in_thread(owner: Session, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
@@ -53,11 +60,11 @@ async def in_thread(owner: Session, fn: Callable[..., T], /, *args: Any, **kwarg
     work (PostgreSQL deal cycle: 36 deals/s with 40 threads, 47 with 4). There is always
     one thread more than request sessions (Database.session_slots), so a session waiting
     in the database for another's lock never keeps that other from its next step."""
-    threads = owner.info.get(THREADS)
+    threads: PerLoop[CapacityLimiter] | None = owner.info.get(THREADS)
     call = functools.partial(fn, *args, **kwargs)
     if threads is None:
         return await run_in_threadpool(call)
-    return await anyio.to_thread.run_sync(call, limiter=_limiter(threads))
+    return await anyio.to_thread.run_sync(call, limiter=threads.get())
 
 
 def db_bound(fn: Callable[P, T]) -> Callable[P, Any]:

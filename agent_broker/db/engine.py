@@ -5,17 +5,17 @@ database lock instead of failing on a lock upgrade. PostgreSQL goes through psyc
 from __future__ import annotations
 
 import asyncio
-import weakref
 from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from anyio import CapacityLimiter
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
 
 from agent_broker.config import Settings
-from agent_broker.db.dispatch import THREADS
+from agent_broker.db.dispatch import THREADS, PerLoop
 
 BEGIN_MODE = "agent_broker_begin"
 MAX_OVERFLOW = 20  # connections opened beyond the pool's size under a burst, then closed
@@ -32,38 +32,27 @@ class Database:
 
     # SQLite only: write requests of this process take turns here before BEGIN IMMEDIATE,
     # so a writer waiting for the file lock never blocks the event loop that the lock's
-    # holder needs to finish (see agent_broker.db.dispatch). One per event loop.
+    # holder needs to finish (see agent_broker.db.dispatch).
     serialise_writes: bool = False
-    _gates: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = field(
-        default_factory=weakref.WeakKeyDictionary
-    )
     # Elsewhere (PostgreSQL): how many request sessions may be open at once in this process:
     # the pool's size (its overflow is left to jobs and the CLI's work). A request waits here,
     # on the event loop, before its session opens, so its database work never waits for a
     # connection while holding a thread that a connection's holder needs next; the
     # sessions' threads number one more than this (agent_broker.db.dispatch).
     session_slots: int | None = None
-    _slots: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = field(
-        default_factory=weakref.WeakKeyDictionary
-    )
+    _gate: PerLoop[asyncio.Lock] = field(default_factory=lambda: PerLoop(asyncio.Lock))
+    _slots: PerLoop[asyncio.Semaphore] | None = None
+
+    def __post_init__(self) -> None:
+        if self.session_slots is not None:
+            slots = self.session_slots
+            self._slots = PerLoop(lambda: asyncio.Semaphore(slots))
 
     def write_gate(self) -> AbstractAsyncContextManager[object]:
-        if not self.serialise_writes:
-            return nullcontext()
-        loop = asyncio.get_running_loop()
-        gate = self._gates.get(loop)
-        if gate is None:
-            gate = self._gates[loop] = asyncio.Lock()
-        return gate
+        return self._gate.get() if self.serialise_writes else nullcontext()
 
     def session_slot(self) -> AbstractAsyncContextManager[object]:
-        if self.session_slots is None:
-            return nullcontext()
-        loop = asyncio.get_running_loop()
-        slots = self._slots.get(loop)
-        if slots is None:
-            slots = self._slots[loop] = asyncio.Semaphore(self.session_slots)
-        return slots
+        return self._slots.get() if self._slots is not None else nullcontext()
 
     def dispose(self) -> None:
         self.engine.dispose()
@@ -126,7 +115,8 @@ def create_database(settings: Settings) -> Database:
     slots = None if inline else settings.db_pool_size
     info: dict = {"inline": inline}
     if slots is not None:
-        info[THREADS] = slots + 1
+        threads = slots + 1
+        info[THREADS] = PerLoop(lambda: CapacityLimiter(threads))
     return Database(
         engine=engine,
         writer=sessionmaker(bind=engine, expire_on_commit=False, info=info),

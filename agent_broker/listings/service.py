@@ -7,12 +7,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import bindparam, func, insert, select, tuple_, update
+from sqlalchemy import bindparam, func, select, tuple_, update
 from sqlalchemy.orm import Session
 
 from agent_broker.accounts.models import AccountRecord
 from agent_broker.db.base import UTCDateTime
-from agent_broker.db.prepared import Prepared
+from agent_broker.db.prepared import Prepared, inserting
 from agent_broker.idempotency.service import IdempotencyKey, Outcome, run_once
 from agent_broker.ledger import books
 from agent_broker.ledger import service as ledger
@@ -57,24 +57,7 @@ class FeedQuery:
 
 
 _listings = Listing.__table__
-_INSERT = Prepared(
-    insert(_listings)
-    .values(
-        id=bindparam("id"),
-        poster_id=bindparam("poster_id"),
-        poster_handle=bindparam("poster_handle"),
-        status="live",
-        listing_type=bindparam("listing_type"),
-        category=bindparam("category"),
-        title=bindparam("title"),
-        body=bindparam("body"),
-        price_micro=bindparam("price_micro"),
-        delivery_deadline_days=bindparam("delivery_deadline_days"),
-        created_at=bindparam("created_at"),
-        expires_at=bindparam("expires_at"),
-    )
-    .returning(*_listings.c)
-)
+_INSERT = inserting(_listings, returning=True)
 _POSTED = Prepared(
     select(func.count().label("posted")).where(_listings.c.poster_id == bindparam("poster_id"))
 )
@@ -124,6 +107,7 @@ def post(
         id=listing_id,
         poster_id=account_id,
         poster_handle=poster.handle,
+        status="live",
         listing_type=request.listing_type,
         category=category,
         title=title,

@@ -15,7 +15,9 @@ from agent_broker.accounts.service import protocol_bindings
 from agent_broker.config import Settings
 from agent_broker.db.engine import create_database
 from agent_broker.deals.routes import router as deals_router
+from agent_broker.domains.routes import router as domains_router
 from agent_broker.http.body import BodyGuardMiddleware
+from agent_broker.http.outbound import OutboundClient, OutboundPolicy
 from agent_broker.http.rate_limits import RateLimiter
 from agent_broker.http.request_id import RequestContextMiddleware, RequestObserver
 from agent_broker.http.responses import finish_document
@@ -38,6 +40,7 @@ ROUTERS = (
     listings_router,
     threads_router,
     accounts_router,
+    domains_router,
     deals_router,
     reputation_router,
     meta_router,
@@ -106,6 +109,7 @@ def create_app(settings: Settings | None = None, *, run_jobs: bool | None = None
     app.state.settings = settings
     app.state.db = db
     app.state.rate_limiter = RateLimiter(settings)
+    app.state.outbound = OutboundClient(OutboundPolicy.from_settings(settings))
     app.state.metrics = metrics
     if metrics:
         app.request_observers = (metrics.observe_request,)

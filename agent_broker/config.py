@@ -10,6 +10,8 @@ from typing import Literal
 from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from agent_broker.ledger.pricing import DOMAIN_GRANT_MICRO
+
 DEV_KEY_HASH_SECRET = "development-only-key-hash-secret-change-me"
 
 
@@ -47,8 +49,19 @@ class Settings(BaseSettings):
     jobs_tick_seconds: float = Field(default=15.0, gt=0, le=3600)
     # Serve Prometheus metrics at /metrics (404 when off).
     metrics_enabled: bool = False
-    # Set only for local testing: lets outbound fetches reach private addresses.
+    # Set only for local testing: lets outbound fetches reach private and loopback
+    # addresses (and plain http). Refused in production.
     allow_private_fetch: bool = False
+    # Testing only, refused in production: extra PEM roots trusted for outbound HTTPS, and
+    # comma-separated `host=address[:port]` overrides of DNS for outbound fetches.
+    outbound_ca_bundle: str = ""
+    outbound_resolve: str = ""
+    # Domain proof: the one-time welcome credit (0 grants nothing) and how many grants
+    # the deployment pays per UTC day (beyond it a proved claim waits for the next day).
+    domain_grant_micro: int = Field(default=DOMAIN_GRANT_MICRO, ge=0)
+    domain_grant_daily_cap: int = Field(default=100, ge=0)
+    # Verify calls per account (each may fetch from the account's domain), `limits` notation.
+    domain_verify_rate_limit: str = "10/hour"
     # Largest request body accepted (413 beyond). The worst valid listing, 10,000 body and
     # 200 title characters outside the BMP each sent as a JSON surrogate-pair escape (12
     # bytes), is about 123 kB.
@@ -67,6 +80,16 @@ class Settings(BaseSettings):
         return self
 
     @model_validator(mode="after")
+    def _check_outbound_resolve(self) -> Settings:
+        from agent_broker.http.outbound import parse_resolve
+
+        try:
+            parse_resolve(self.outbound_resolve)
+        except ValueError as exc:
+            raise ValueError(f"BROKER_OUTBOUND_RESOLVE: {exc}") from None
+        return self
+
+    @model_validator(mode="after")
     def _refuse_development_secrets_in_production(self) -> Settings:
         if self.env != "production":
             return self
@@ -79,6 +102,10 @@ class Settings(BaseSettings):
             problems.append("BROKER_DATABASE_URL must be set explicitly")
         if self.allow_private_fetch:
             problems.append("BROKER_ALLOW_PRIVATE_FETCH must be off")
+        if self.outbound_ca_bundle:
+            problems.append("BROKER_OUTBOUND_CA_BUNDLE is for testing and must be unset")
+        if self.outbound_resolve:
+            problems.append("BROKER_OUTBOUND_RESOLVE is for testing and must be unset")
         if problems:
             raise ValueError("production refuses development defaults: " + "; ".join(problems))
         return self

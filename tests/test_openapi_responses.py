@@ -31,6 +31,12 @@ from sqlalchemy import text
 from agent_broker import clock
 from agent_broker.accounts.service import protocol_bindings
 from agent_broker.listings.categories import CATEGORIES
+from tests.domains.conftest import (  # noqa: F401 - fixtures
+    CHALLENGE_PATH,
+    challenge_server,
+    outbound_settings,
+    serve_token,
+)
 from tests.helpers import Agent, complete_profile, fund, new_key
 from tests.ledger.sealing import seal_now
 from tests.listings.conftest import LISTING
@@ -222,7 +228,16 @@ def _store_verdict(app: FastAPI, document: str) -> None:
         conn.execute(text("UPDATE ledger_verdicts SET document = :d WHERE id = 1"), {"d": document})
 
 
-def test_every_response_matches_the_document(app: FastAPI, client: TestClient) -> None:
+@pytest.fixture
+def app(make_app, outbound_settings):  # noqa: F811 - the domain proof reaches a local server
+    return make_app(**outbound_settings)
+
+
+def test_every_response_matches_the_document(
+    app: FastAPI,
+    client: TestClient,
+    challenge_server,  # noqa: F811
+) -> None:
     doc = client.get("/openapi.json").json()
     documented = Documented(doc)
     api = Api(client, documented)
@@ -288,6 +303,16 @@ def test_every_response_matches_the_document(app: FastAPI, client: TestClient) -
     )
     profile = api.get("/v1/account/profile", agent=poster).json()
     assert profile["route_protocol_binding"] == webhook and profile["missing"] == []
+
+    # Domain proof (an agent of its own, whose grant changes no balance below): the
+    # challenge, a failed proof, the proof and its grant.
+    prover = api.register()
+    api.get("/v1/account/domain", 409, prover)
+    api.put("/v1/account/route", 204, prover, json={"deal_route": "https://third.dev/d/"})
+    domain_challenge = api.get("/v1/account/domain", agent=prover).json()
+    api.post("/v1/account/domain/verify", 400, prover)
+    serve_token(challenge_server, domain_challenge["token"])
+    assert api.post("/v1/account/domain/verify", 200, prover).json()["granted"] is True
     api.put(
         "/v1/account/contact",
         204,

@@ -67,18 +67,24 @@ async def in_thread(owner: Session, fn: Callable[..., T], /, *args: Any, **kwarg
     return await anyio.to_thread.run_sync(call, limiter=threads.get())
 
 
+async def run(session: Session, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+    """`fn(*args, **kwargs)`, blocking work of `session`, where that session's work runs:
+    inline on SQLite, on its threads elsewhere."""
+    if runs_inline(session):
+        return fn(*args, **kwargs)
+    return await in_thread(session, fn, *args, **kwargs)
+
+
 def db_bound(fn: Callable[P, T]) -> Callable[P, Any]:
     """Turn a blocking route or dependency that takes a `session` into an async one that
     runs inline on SQLite and in the thread pool elsewhere. FastAPI reads the original
     signature through functools.wraps."""
 
     @functools.wraps(fn)
-    async def run(*args: P.args, **kwargs: P.kwargs) -> T:
+    async def bound(*args: P.args, **kwargs: P.kwargs) -> T:
         session = kwargs.get("session")
         if isinstance(session, Session):
-            if runs_inline(session):
-                return fn(*args, **kwargs)
-            return await in_thread(session, fn, *args, **kwargs)
+            return await run(session, fn, *args, **kwargs)
         return await run_in_threadpool(fn, *args, **kwargs)
 
-    return run
+    return bound

@@ -21,6 +21,7 @@ from typing import Any
 
 from sqlalchemy import Table, bindparam, insert
 from sqlalchemy import exc as sa_exc
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import Session
 from sqlalchemy.sql import ClauseElement
@@ -198,3 +199,9 @@ def inserting(table: Table, *, returning: bool = False) -> Prepared:
     }
     statement = insert(table).values(values)
     return Prepared(statement.returning(*table.c) if returning else statement)
+
+
+def dialect_insert(dialect_name: str, table: Table) -> Any:
+    """The dialect's own INSERT for `table`, which has ON CONFLICT (for a Prepared built
+    per dialect)."""
+    return (postgresql if dialect_name == "postgresql" else sqlite).insert(table)

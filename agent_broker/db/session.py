@@ -13,7 +13,8 @@ from typing import Annotated
 from fastapi import Depends, Request
 from sqlalchemy.orm import Session, sessionmaker
 
-from agent_broker.db.dispatch import in_thread, runs_inline
+from agent_broker.db.dispatch import run
+from agent_broker.db.engine import Database
 
 
 def _finish(session: Session, succeeded: bool) -> None:
@@ -27,10 +28,7 @@ def _finish(session: Session, succeeded: bool) -> None:
 
 
 async def _end(session: Session, succeeded: bool) -> None:
-    if runs_inline(session):
-        _finish(session, succeeded)
-    else:
-        await in_thread(session, _finish, session, succeeded)
+    await run(session, _finish, session, succeeded)
 
 
 @asynccontextmanager
@@ -46,15 +44,27 @@ async def _transaction(factory: sessionmaker[Session]) -> AsyncIterator[Session]
     await _end(session, True)
 
 
+@asynccontextmanager
+async def transaction(db: Database, *, write: bool) -> AsyncIterator[Session]:
+    """One transaction, committed when the block ends and rolled back if it raises. Most
+    routes get theirs from the dependencies below; a route that must make a network call
+    opens its own on either side of it, holding neither a session nor the write gate
+    while it waits on the network."""
+    if write:
+        async with db.session_slot(), db.write_gate(), _transaction(db.writer) as session:
+            yield session
+    else:
+        async with db.session_slot(), _transaction(db.reader) as session:
+            yield session
+
+
 async def write_session(request: Request) -> AsyncIterator[Session]:
-    db = request.app.state.db
-    async with db.session_slot(), db.write_gate(), _transaction(db.writer) as session:
+    async with transaction(request.app.state.db, write=True) as session:
         yield session
 
 
 async def read_session(request: Request) -> AsyncIterator[Session]:
-    db = request.app.state.db
-    async with db.session_slot(), _transaction(db.reader) as session:
+    async with transaction(request.app.state.db, write=False) as session:
         yield session
 
 

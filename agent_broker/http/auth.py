@@ -19,8 +19,8 @@ from sqlalchemy.orm import Session
 
 from agent_broker.accounts import credentials
 from agent_broker.accounts.caller import Caller, CredentialKind
-from agent_broker.db.dispatch import db_bound
-from agent_broker.db.session import read_session, write_session
+from agent_broker.db.dispatch import db_bound, run
+from agent_broker.db.session import read_session, transaction, write_session
 from agent_broker.problems import ApiKeyDisabled, Forbidden, Unauthorized
 
 __all__ = ["AuthPolicy", "Caller", "CredentialKind", "authenticated"]
@@ -45,6 +45,9 @@ class AuthPolicy:
     # credential at all is answered with a payment challenge instead of 401.
     metered: bool = False
     writes: bool = False
+    # The caller is read in a short transaction of its own, closed before the route runs:
+    # for routes that make a network call and open their own transactions around it.
+    detached: bool = False
 
 
 def _resolve(
@@ -67,6 +70,8 @@ def _resolve(
 
 
 def _dependency(policy: AuthPolicy) -> Any:
+    if policy.detached:
+        return _detached_dependency(policy)
     session_dependency = write_session if policy.writes else read_session
 
     @db_bound
@@ -81,15 +86,29 @@ def _dependency(policy: AuthPolicy) -> Any:
     return resolve_caller
 
 
+def _detached_dependency(policy: AuthPolicy) -> Any:
+    async def resolve_caller(
+        request: Request, presented: Annotated[str | None, Depends(api_key_scheme)]
+    ) -> Caller:
+        async with transaction(request.app.state.db, write=False) as session:
+            return await run(session, _resolve, request, session, presented, policy)
+
+    resolve_caller.policy = policy  # type: ignore[attr-defined]
+    return resolve_caller
+
+
 def authenticated(
     *,
     kinds: frozenset[CredentialKind] = KEY,
     scopes: frozenset[str] = frozenset({"read"}),
     metered: bool = False,
     writes: bool = False,
+    detached: bool = False,
 ) -> Any:
     """A route's declaration: `caller: Annotated[Caller, authenticated(...)]`."""
-    policy = AuthPolicy(kinds=kinds, scopes=scopes, metered=metered, writes=writes)
+    policy = AuthPolicy(
+        kinds=kinds, scopes=scopes, metered=metered, writes=writes, detached=detached
+    )
     return Depends(_dependency(policy))
 
 

@@ -18,10 +18,9 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import bindparam, delete, select, update
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
-from agent_broker.db.prepared import Prepared
+from agent_broker.db.prepared import Prepared, dialect_insert
 from agent_broker.idempotency.models import IdempotencyRecord
 from agent_broker.problems import IdempotencyKeyReuse, InvalidInput
 
@@ -44,8 +43,7 @@ _FIND = Prepared(
 # then insert nothing (no row returned) or insert, without a savepoint around it.
 _CLAIM = Prepared(
     lambda dialect: (
-        (postgresql if dialect == "postgresql" else sqlite)
-        .insert(_records)
+        dialect_insert(dialect, _records)
         .values(
             scope=bindparam("scope"),
             route=bindparam("route"),

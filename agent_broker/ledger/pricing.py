@@ -23,3 +23,9 @@ PACK_CREDITS = 1_000  # one credit pack bought through a processor or x402
 PACK_MICRO = credits(PACK_CREDITS)
 DOMAIN_GRANT_MICRO = credits(20_000)  # the welcome credit for a first domain proof
 CERTIFICATION_PERIOD_MICRO = credits(18_000)  # one 30-day certification period
+
+
+def usd(micro: int) -> str:
+    """Dollars with two decimals, for display only (half-up to whole cents, no floats)."""
+    cents = (micro + 5_000) // 10_000
+    return f"{cents // 100}.{cents % 100:02d}"

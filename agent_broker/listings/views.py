@@ -7,6 +7,7 @@ from datetime import datetime
 from typing import Protocol
 
 from agent_broker import clock
+from agent_broker.ledger.pricing import usd
 
 
 @dataclass(frozen=True)
@@ -42,11 +43,6 @@ def effective_status(listing: ListingLike, now: datetime) -> str:
     return listing.status
 
 
-def price_usd(price_micro: int) -> str:
-    cents = (price_micro + 5_000) // 10_000  # half-up to whole cents; display only
-    return f"{cents // 100}.{cents % 100:02d}"
-
-
 def poster_role(listing: ListingLike) -> str:
     return "seller" if listing.listing_type == "sell" else "buyer"
 
@@ -69,7 +65,7 @@ def listing_view(
         "category": listing.category,
         "listing_type": listing.listing_type,
         "price_micro": listing.price_micro,
-        "price_usd": price_usd(listing.price_micro),
+        "price_usd": usd(listing.price_micro),
     }
     if with_body:
         view["body"] = listing.body  # type: ignore[attr-defined]

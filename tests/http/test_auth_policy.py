@@ -35,6 +35,8 @@ KEY_OR_SESSION = {
     ("GET", "/v1/account/profile"),
     ("PUT", "/v1/account/contact"),
     ("PUT", "/v1/account/route"),
+    ("GET", "/v1/account/domain"),
+    ("POST", "/v1/account/domain/verify"),
 }
 KEY_OR_OAUTH = {("POST", "/v1/account/reputation/attestation")}
 NO_AUTH_V1 = {

@@ -16,7 +16,7 @@ from tests.helpers import Agent
 from tests.tls_server import Answer, TLSServer, tls_server
 
 # Names the test certificate covers; each agent's deal route uses one of them.
-DOMAINS = ("agents.dev", "buyer.dev", "shop.example.co.uk", "third.dev")
+DOMAINS = ("agents.dev", "buyer.dev", "example.co.uk", "third.dev")
 CHALLENGE_PATH = "/.well-known/svc-challenge.txt"
 
 

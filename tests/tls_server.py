@@ -92,6 +92,13 @@ def _handler(server: TLSServer) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
+class _QuietServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: object, client_address: object) -> None:
+        pass  # failed handshakes are what several tests provoke on purpose
+
+
 @contextmanager
 def tls_server(tmp_path: Path, *names: str) -> Iterator[TLSServer]:
     """An HTTPS server on 127.0.0.1 whose certificate covers `names`, issued by a fresh CA
@@ -102,8 +109,7 @@ def tls_server(tmp_path: Path, *names: str) -> Iterator[TLSServer]:
     cert.configure_cert(context)
     ca_path = tmp_path / f"ca-{time.monotonic_ns()}.pem"
     ca.cert_pem.write_to_path(str(ca_path))
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), BaseHTTPRequestHandler)
-    httpd.daemon_threads = True
+    httpd = _QuietServer(("127.0.0.1", 0), BaseHTTPRequestHandler)
     httpd.socket = context.wrap_socket(httpd.socket, server_side=True)
     server = TLSServer(httpd, ca_path)
     httpd.RequestHandlerClass = _handler(server)

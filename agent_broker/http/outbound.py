@@ -118,6 +118,7 @@ def refusal_of(address: str) -> str | None:
         (ip.is_multicast, "a multicast address"),
         (ip.is_private, "a private address"),
         (ip.is_reserved, "a reserved address"),
+        (isinstance(ip, ipaddress.IPv6Address) and ip.is_site_local, "a site-local address"),
         (not ip.is_global, "a non-global address"),
     )
     return next((why for failed, why in checks if failed), None)
@@ -165,7 +166,11 @@ class OutboundClient:
     ) -> OutboundResponse:
         """Fetch `url` under the guard; raises OutboundRefused on any refusal or failure."""
         policy = self.policy
-        deadline = deadline_seconds or policy.connect_timeout + policy.read_timeout
+        deadline = (
+            policy.connect_timeout + policy.read_timeout
+            if deadline_seconds is None
+            else deadline_seconds
+        )
         try:
             async with asyncio.timeout(deadline):
                 target = await self._target(url)
@@ -189,7 +194,8 @@ class OutboundClient:
             raise OutboundRefused("invalid_url", "only https URLs with a host are fetched")
         if url.userinfo:
             raise OutboundRefused("invalid_url", "URLs carrying credentials are not fetched")
-        host = url.host.lower().rstrip(".")
+        # The ASCII (A-label) form: what DNS, SNI and the Host header carry.
+        host = url.raw_host.decode("ascii").lower().rstrip(".")
         default_port = 443 if url.scheme == "https" else 80
         port = url.port or default_port
         addresses, port = await self._addresses(host, port)
@@ -200,7 +206,8 @@ class OutboundClient:
                     raise OutboundRefused("address_refused", f"{host} resolves to {address}, {why}")
         address = addresses[0].split("%", 1)[0]
         literal = f"[{address}]" if ":" in address else address
-        host_header = host if url.port in (None, default_port) else f"{host}:{url.port}"
+        named = f"[{host}]" if ":" in host else host
+        host_header = named if url.port in (None, default_port) else f"{named}:{url.port}"
         return _Target(
             url=url.copy_with(host=literal, port=port),
             host=host,
@@ -241,8 +248,9 @@ class OutboundClient:
             write=policy.read_timeout,
             pool=policy.connect_timeout,
         )
-        sent = {"User-Agent": USER_AGENT, "Accept-Encoding": "identity", **(headers or {})}
-        sent["Host"] = target.host_header
+        sent = httpx.Headers({"User-Agent": USER_AGENT, "Accept-Encoding": "identity"})
+        sent.update(headers or {})
+        sent["Host"] = target.host_header  # case-insensitive: replaces any caller's Host
         async with httpx.AsyncClient(
             verify=self._tls, timeout=timeout, follow_redirects=False, trust_env=False
         ) as client:

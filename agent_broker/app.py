@@ -10,6 +10,7 @@ from fastapi import FastAPI
 from starlette.types import ASGIApp
 
 from agent_broker import RELEASE_TAG
+from agent_broker.accounts.dashboard import router as dashboard_router
 from agent_broker.accounts.routes import router as accounts_router
 from agent_broker.accounts.service import protocol_bindings
 from agent_broker.config import Settings
@@ -17,6 +18,7 @@ from agent_broker.db.engine import create_database
 from agent_broker.deals.routes import router as deals_router
 from agent_broker.domains.routes import router as domains_router
 from agent_broker.http.body import BodyGuardMiddleware
+from agent_broker.http.jwt_bearer import JwtVerifier, KeySetSource
 from agent_broker.http.outbound import OutboundClient, OutboundPolicy
 from agent_broker.http.rate_limits import RateLimiter
 from agent_broker.http.request_id import RequestContextMiddleware, RequestObserver
@@ -41,6 +43,7 @@ ROUTERS = (
     threads_router,
     accounts_router,
     domains_router,
+    dashboard_router,
     deals_router,
     reputation_router,
     meta_router,
@@ -110,6 +113,16 @@ def create_app(settings: Settings | None = None, *, run_jobs: bool | None = None
     app.state.db = db
     app.state.rate_limiter = RateLimiter(settings)
     app.state.outbound = OutboundClient(OutboundPolicy.from_settings(settings))
+    app.state.operator_outbound = OutboundClient(OutboundPolicy.for_operator(settings))
+    app.state.session_verifier = (
+        JwtVerifier(
+            issuer=settings.idp_issuer,
+            audience=settings.idp_audience,
+            keys=KeySetSource(settings.idp_jwks_url, app.state.operator_outbound),
+        )
+        if settings.sessions_enabled
+        else None
+    )
     app.state.metrics = metrics
     if metrics:
         app.request_observers = (metrics.observe_request,)

@@ -144,11 +144,7 @@ def admin_credit(
     if amount_micro <= 0:
         typer.echo("AMOUNT_MICRO must be a positive integer", err=True)
         raise typer.Exit(2)
-    try:
-        uuid.UUID(account_id)
-    except ValueError:
-        typer.echo("ACCOUNT_ID must be an account UUID", err=True)
-        raise typer.Exit(2) from None
+    _require_uuid(account_id)
     if not reason.strip():
         typer.echo("--reason must not be empty", err=True)
         raise typer.Exit(2)
@@ -177,6 +173,45 @@ def admin_credit(
         f"credited {amount_micro} µUSD to {account_id}; balance_micro={view.spendable_micro}"
         f" funded={str(view.funded).lower()}"
     )
+
+
+@admin_app.command("link-identity")
+def admin_link_identity(
+    account_id: str,
+    issuer: str = typer.Option(..., "--issuer", help="The identity provider's issuer (iss)."),
+    subject: str = typer.Option(..., "--subject", help="The operator's subject (sub)."),
+) -> None:
+    """Let an identity-provider subject reach an account through dashboard sessions."""
+    from agent_broker import clock
+    from agent_broker.accounts import identities
+    from agent_broker.accounts.models import Account
+
+    _require_uuid(account_id)
+    if not issuer.strip() or not subject.strip():
+        typer.echo("--issuer and --subject must not be empty", err=True)
+        raise typer.Exit(2)
+    db = _open_database(_settings())
+    try:
+        with db.writer() as session:
+            if session.get(Account, account_id) is None:
+                typer.echo(f"no account {account_id}", err=True)
+                raise typer.Exit(1)
+            linked = identities.link(session, issuer, subject, account_id, now=clock.now())
+            session.commit()
+    finally:
+        db.dispose()
+    if linked != account_id:
+        typer.echo(f"identity already linked to another account: {linked}", err=True)
+        raise typer.Exit(1)
+    typer.echo(f"identity {issuer} {subject} reaches account {account_id}")
+
+
+def _require_uuid(account_id: str) -> None:
+    try:
+        uuid.UUID(account_id)
+    except ValueError:
+        typer.echo("ACCOUNT_ID must be an account UUID", err=True)
+        raise typer.Exit(2) from None
 
 
 @jobs_app.command("list")

@@ -56,6 +56,11 @@ class Settings(BaseSettings):
     # comma-separated `host=address[:port]` overrides of DNS for outbound fetches.
     outbound_ca_bundle: str = ""
     outbound_resolve: str = ""
+    # Dashboard sessions: identity-provider JWTs (RS256). All three set, or none (sessions
+    # off). The JWKS URL may be file:// (air-gapped deployments, tests).
+    idp_issuer: str = ""
+    idp_audience: str = ""
+    idp_jwks_url: str = ""
     # Domain proof: the one-time welcome credit (0 grants nothing) and how many grants
     # the deployment pays per UTC day (beyond it a proved claim waits for the next day).
     domain_grant_micro: int = Field(default=DOMAIN_GRANT_MICRO, ge=0)
@@ -78,6 +83,23 @@ class Settings(BaseSettings):
                 "BROKER_TRUSTED_PROXIES must be comma-separated IP addresses or CIDR ranges"
             ) from None
         return self
+
+    @model_validator(mode="after")
+    def _check_identity_provider(self) -> Settings:
+        values = (self.idp_issuer, self.idp_audience, self.idp_jwks_url)
+        if any(values) and not all(values):
+            raise ValueError(
+                "BROKER_IDP_ISSUER, BROKER_IDP_AUDIENCE and BROKER_IDP_JWKS_URL are set "
+                "together or not at all"
+            )
+        schemes = ("https://", "file://") + (("http://",) if self.env != "production" else ())
+        if self.idp_jwks_url and not self.idp_jwks_url.startswith(schemes):
+            raise ValueError("BROKER_IDP_JWKS_URL must be an https:// or file:// URL")
+        return self
+
+    @property
+    def sessions_enabled(self) -> bool:
+        return bool(self.idp_jwks_url)
 
     @model_validator(mode="after")
     def _check_outbound_resolve(self) -> Settings:

@@ -118,6 +118,11 @@ class NotFound(Problem):
     default_detail = "No such resource."
 
 
+class IdentityConflict(Problem):
+    status, reason = 409, Reason.identity_conflict
+    default_detail = "This conflicts with an identity already recorded."
+
+
 class IdempotencyKeyReuse(Problem):
     status, reason = 409, Reason.idempotency_key_reuse
     default_detail = "This Idempotency-Key was already used with a different request."

@@ -216,13 +216,6 @@ BUY = {
 NONCE = "0123456789abcdef0123456789abcdef"
 
 
-def _set_status(app: FastAPI, account_id: str, status: str) -> None:
-    with app.state.db.engine.begin() as conn:
-        conn.execute(
-            text("UPDATE accounts SET status = :s WHERE id = :i"), {"s": status, "i": account_id}
-        )
-
-
 def _store_verdict(app: FastAPI, document: str) -> None:
     with app.state.db.engine.begin() as conn:
         conn.execute(text("UPDATE ledger_verdicts SET document = :d WHERE id = 1"), {"d": document})
@@ -417,9 +410,13 @@ def test_every_response_matches_the_document(
     api.post(attestation, 400, opener, json={"nonce": NONCE})
     api.post(attestation, 401)
 
-    # A disabled key.
-    _set_status(app, stranger.account_id, "inactive")
+    # The dashboard: a key rotated (the old one refused at once), then disabled.
+    rotated = api.post("/dashboard/keys/rotate", 200, stranger).json()
+    api.get("/v1/account", 401, stranger)
+    stranger = Agent(account_id=stranger.account_id, api_key=rotated["api_key"])
+    assert api.post("/dashboard/keys", 200, stranger).json() == {"ok": True}
     api.get("/v1/account", 403, stranger)
+    api.post("/dashboard/keys/rotate", 403, stranger)
 
     # The ledger verdict once sealed, then unreadable.
     seal_now(app)

@@ -22,6 +22,15 @@ _BY_KEY_HASH = Prepared(
 )
 
 
+_BY_ID = Prepared(
+    select(Account.__table__).where(Account.__table__.c.id == bindparam("account_id"))
+)
+
+
+def account_by_id(session: Session, account_id: str) -> AccountRecord | None:
+    return _BY_ID.one_or_none(session, account_id=account_id)
+
+
 def new_api_key() -> str:
     return KEY_PREFIX + secrets.token_hex(16)  # 128 bits of entropy
 

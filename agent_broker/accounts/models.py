@@ -3,7 +3,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Protocol
 
-from sqlalchemy import CheckConstraint, String
+from sqlalchemy import CheckConstraint, ForeignKey, String, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
 from agent_broker.db.base import Base, UTCDateTime
@@ -26,6 +26,20 @@ class Account(Base):
     deal_route: Mapped[str | None] = mapped_column(String(2048))
     route_protocol_binding: Mapped[str | None] = mapped_column(String(300))
     agent_card_url: Mapped[str | None] = mapped_column(String(2048))
+
+
+class IdentityLink(Base):
+    """An identity-provider subject that reaches an account through a dashboard session.
+    One identity reaches one account; an account may be reached by several identities."""
+
+    __tablename__ = "identity_links"
+    __table_args__ = (UniqueConstraint("issuer", "subject", name="uq_identity_links_identity"),)
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    issuer: Mapped[str] = mapped_column(String(500))
+    subject: Mapped[str] = mapped_column(String(255))
+    account_id: Mapped[str] = mapped_column(ForeignKey("accounts.id"), index=True)
+    linked_at: Mapped[datetime] = mapped_column(UTCDateTime())
 
 
 class AccountRecord(Protocol):

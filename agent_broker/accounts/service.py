@@ -6,7 +6,6 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import bindparam, select
 from sqlalchemy.orm import Session
 
 from agent_broker import clock
@@ -14,7 +13,6 @@ from agent_broker.accounts import credentials, validation
 from agent_broker.accounts.models import Account, AccountRecord
 from agent_broker.accounts.profile import SetupRequirements, setup_requirements
 from agent_broker.config import Settings
-from agent_broker.db.prepared import Prepared
 from agent_broker.domains import service as domains
 from agent_broker.http.rate_limits import RateLimiter
 from agent_broker.idempotency.service import IdempotencyKey, Outcome, run_once
@@ -114,14 +112,9 @@ def register_once(
     )
 
 
-_RECORD = Prepared(
-    select(Account.__table__).where(Account.__table__.c.id == bindparam("account_id"))
-)
-
-
 def record(session: Session, account_id: str) -> AccountRecord:
     """The account's row, to read (get() loads the entity, to change it)."""
-    found = _RECORD.one_or_none(session, account_id=account_id)
+    found = credentials.account_by_id(session, account_id)
     if found is None:
         raise NotFound("No such account.")
     return found
@@ -214,3 +207,21 @@ def set_route(
     account.route_protocol_binding = binding
     account.agent_card_url = card
     session.flush()
+
+
+def disable_key(session: Session, account_id: str) -> None:
+    """The account becomes inactive: its key then gets 403 api_key_disabled everywhere."""
+    get(session, account_id).status = "inactive"
+    session.flush()
+
+
+def rotate_key(session: Session, settings: Settings, account_id: str) -> dict:
+    """A new key, shown once; the old one fails 401 at once (its hash is replaced), and a
+    disabled account is active again. Balance, listings, deals and reputation are kept."""
+    account = get(session, account_id)
+    api_key = credentials.new_api_key()
+    account.api_key_hash = credentials.hash_api_key(settings, api_key)
+    account.key_preview = credentials.key_preview(api_key)
+    account.status = "active"
+    session.flush()
+    return {"api_key": api_key, "key_preview": account.key_preview}

@@ -14,20 +14,32 @@ from dataclasses import dataclass
 from typing import Annotated, Any
 
 from fastapi import Depends, Request
-from fastapi.security import APIKeyHeader
+from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy.orm import Session
 
-from agent_broker.accounts import credentials
+from agent_broker import clock
+from agent_broker.accounts import credentials, identities
 from agent_broker.accounts.caller import Caller, CredentialKind
 from agent_broker.db.dispatch import db_bound, run
 from agent_broker.db.session import read_session, transaction, write_session
-from agent_broker.problems import ApiKeyDisabled, Forbidden, Unauthorized
+from agent_broker.http.jwt_bearer import InvalidToken
+from agent_broker.problems import ApiKeyDisabled, Forbidden, IdentityConflict, Unauthorized
 
 __all__ = ["AuthPolicy", "Caller", "CredentialKind", "authenticated"]
 
 API_KEY_HEADER = "x-api-key"
-# Declares the scheme in /openapi.json; resolution itself is done below.
+# Declare the schemes in /openapi.json; resolution itself is done below.
 api_key_scheme = APIKeyHeader(name=API_KEY_HEADER, auto_error=False)
+bearer_scheme = HTTPBearer(
+    auto_error=False, description="Identity-provider session (JWT), on the routes that accept it"
+)
+
+
+@dataclass(frozen=True)
+class Identity:
+    issuer: str
+    subject: str
+
 
 KEY = frozenset({CredentialKind.api_key})
 KEY_OR_SESSION = frozenset({CredentialKind.api_key, CredentialKind.session})
@@ -50,7 +62,65 @@ class AuthPolicy:
     detached: bool = False
 
 
+async def session_identity(
+    request: Request,
+    bearer: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer_scheme)],
+    presented: Annotated[str | None, Depends(api_key_scheme)],
+) -> Identity | None:
+    """The identity of a dashboard session, verified before any database session opens (it
+    may fetch the issuer's keys). A session presented with the account's API key links
+    the two if the identity reaches no account yet."""
+    if bearer is None:
+        return None
+    verifier = request.app.state.session_verifier
+    if verifier is None:
+        raise Unauthorized("Identity-provider sessions are not enabled on this deployment.")
+    try:
+        token = await verifier.verify(bearer.credentials)
+    except InvalidToken as exc:
+        raise Unauthorized(f"The session is not valid: {exc}.") from None
+    identity = Identity(issuer=token.issuer, subject=token.subject)
+    if presented:
+        await _link_once(request, identity, presented)
+    return identity
+
+
+async def _link_once(request: Request, identity: Identity, presented: str) -> None:
+    db = request.app.state.db
+    async with transaction(db, write=False) as session:
+        linked = await run(
+            session, identities.linked_account, session, identity.issuer, identity.subject
+        )
+    if linked is None:
+        async with transaction(db, write=True) as session:
+            await run(session, _link, request, session, identity, presented)
+
+
+def _link(request: Request, session: Session, identity: Identity, presented: str) -> None:
+    account = credentials.account_for_key(session, request.app.state.settings, presented)
+    if account is None:
+        raise Unauthorized("The API key is not recognised.")
+    identities.link(session, identity.issuer, identity.subject, account.id, now=clock.now())
+
+
 def _resolve(
+    request: Request,
+    session: Session,
+    presented: str | None,
+    policy: AuthPolicy,
+    identity: Identity | None = None,
+) -> Caller:
+    if identity is not None:
+        caller = _by_session(request, session, presented, identity)
+    else:
+        caller = _by_key(request, session, presented, policy)
+    missing = sorted(scope for scope in policy.scopes if not caller.has_scope(scope))
+    if missing:
+        raise Forbidden(f"This credential lacks the scope(s) needed here: {', '.join(missing)}.")
+    return caller
+
+
+def _by_key(
     request: Request, session: Session, presented: str | None, policy: AuthPolicy
 ) -> Caller:
     if not presented:
@@ -62,11 +132,32 @@ def _resolve(
         raise Unauthorized("The API key is not recognised.")
     if account.status != "active":
         raise ApiKeyDisabled()
-    caller = Caller(account=account, via=CredentialKind.api_key)
-    missing = sorted(scope for scope in policy.scopes if not caller.has_scope(scope))
-    if missing:
-        raise Forbidden(f"This credential lacks the scope(s) needed here: {', '.join(missing)}.")
-    return caller
+    return Caller(account=account, via=CredentialKind.api_key)
+
+
+def _by_session(
+    request: Request, session: Session, presented: str | None, identity: Identity
+) -> Caller:
+    """A session acts for the account its identity is linked to, disabled or not (the
+    operator of a disabled account rotates its key through a session)."""
+    account_id = identities.linked_account(session, identity.issuer, identity.subject)
+    if account_id is None:
+        raise Unauthorized(
+            "This identity is not linked to an account yet: make one call carrying both "
+            "the session and the account's x-api-key."
+        )
+    if presented:
+        keyed = credentials.account_for_key(session, request.app.state.settings, presented)
+        if keyed is None:
+            raise Unauthorized("The API key is not recognised.")
+        if keyed.id != account_id:
+            raise IdentityConflict(
+                "This session's identity is linked to another account than this API key's."
+            )
+    account = credentials.account_by_id(session, account_id)
+    if account is None:
+        raise Unauthorized("The account this identity is linked to no longer exists.")
+    return Caller(account=account, via=CredentialKind.session)
 
 
 def _dependency(policy: AuthPolicy) -> Any:
@@ -74,24 +165,51 @@ def _dependency(policy: AuthPolicy) -> Any:
         return _detached_dependency(policy)
     session_dependency = write_session if policy.writes else read_session
 
-    @db_bound
-    def resolve_caller(
-        request: Request,
-        session: Annotated[Session, Depends(session_dependency, scope="function")],
-        presented: Annotated[str | None, Depends(api_key_scheme)],
-    ) -> Caller:
-        return _resolve(request, session, presented, policy)
+    if CredentialKind.session in policy.kinds:
+        # The identity comes first: its keys may be fetched, with no database session open.
+        @db_bound
+        def resolve_caller(
+            request: Request,
+            identity: Annotated[Identity | None, Depends(session_identity)],
+            session: Annotated[Session, Depends(session_dependency, scope="function")],
+            presented: Annotated[str | None, Depends(api_key_scheme)],
+        ) -> Caller:
+            return _resolve(request, session, presented, policy, identity)
+
+    else:
+
+        @db_bound
+        def resolve_caller(
+            request: Request,
+            session: Annotated[Session, Depends(session_dependency, scope="function")],
+            presented: Annotated[str | None, Depends(api_key_scheme)],
+        ) -> Caller:
+            return _resolve(request, session, presented, policy)
 
     resolve_caller.policy = policy  # type: ignore[attr-defined]
     return resolve_caller
 
 
 def _detached_dependency(policy: AuthPolicy) -> Any:
-    async def resolve_caller(
-        request: Request, presented: Annotated[str | None, Depends(api_key_scheme)]
-    ) -> Caller:
+    async def resolve(request: Request, presented: str | None, identity: Identity | None) -> Caller:
         async with transaction(request.app.state.db, write=False) as session:
-            return await run(session, _resolve, request, session, presented, policy)
+            return await run(session, _resolve, request, session, presented, policy, identity)
+
+    if CredentialKind.session in policy.kinds:
+
+        async def resolve_caller(
+            request: Request,
+            identity: Annotated[Identity | None, Depends(session_identity)],
+            presented: Annotated[str | None, Depends(api_key_scheme)],
+        ) -> Caller:
+            return await resolve(request, presented, identity)
+
+    else:
+
+        async def resolve_caller(
+            request: Request, presented: Annotated[str | None, Depends(api_key_scheme)]
+        ) -> Caller:
+            return await resolve(request, presented, None)
 
     resolve_caller.policy = policy  # type: ignore[attr-defined]
     return resolve_caller

@@ -72,6 +72,13 @@ class OutboundPolicy:
             ca_bundle=settings.outbound_ca_bundle or None,
         )
 
+    @classmethod
+    def for_operator(cls, settings: Settings) -> OutboundPolicy:
+        """For hosts the operator configured (identity provider keys, processor APIs):
+        they may sit on a private network, so private addresses and plain http are
+        allowed; redirects, the byte cap and the deadlines still hold."""
+        return cls(allow_private=True, ca_bundle=settings.outbound_ca_bundle or None)
+
 
 def parse_resolve(spec: str) -> dict[str, tuple[str, int | None]]:
     """`host=address[:port]`, comma-separated; an IPv6 address with a port is bracketed."""

@@ -37,6 +37,8 @@ KEY_OR_SESSION = {
     ("PUT", "/v1/account/route"),
     ("GET", "/v1/account/domain"),
     ("POST", "/v1/account/domain/verify"),
+    ("POST", "/dashboard/keys"),
+    ("POST", "/dashboard/keys/rotate"),
 }
 KEY_OR_OAUTH = {("POST", "/v1/account/reputation/attestation")}
 NO_AUTH_V1 = {
@@ -57,7 +59,7 @@ def _operations():
 def test_every_authenticated_route_declares_its_policy_as_the_interface_says():
     seen = dict(_operations())
     for operation, policy in seen.items():
-        if not operation[1].startswith("/v1") or operation in NO_AUTH_V1:
+        if not operation[1].startswith(("/v1", "/dashboard")) or operation in NO_AUTH_V1:
             assert policy is None, operation
             continue
         assert policy is not None, f"{operation} declares no auth policy"

@@ -1,6 +1,7 @@
 """What each soak client does: one round calls every write route of the interface once or
 more (register, contact, route, post, open twice, offers, close, finalize, ratings,
-dispute, attestations), and keeps the money each of its accounts should hold.
+dispute, attestations, key rotation and disabling), and keeps the money each of its
+accounts should hold.
 
 A client owns three funded accounts: two trade with each other, swapping sides every
 round, and a rival opens a competing thread that it closes itself on even rounds and that
@@ -33,13 +34,20 @@ FINALIZE = "/v1/threads/{thread_id}/finalize"
 RATINGS = "/v1/deals/{deal_id}/ratings"
 DISPUTE = "/v1/deals/{deal_id}/dispute"
 ATTESTATION = "/v1/account/reputation/attestation"
+ROTATE = "/dashboard/keys/rotate"
+DISABLE = "/dashboard/keys"
 
 # Every write operation a round makes, as "METHOD path template".
 WRITE_ROUTES = frozenset(
     {f"POST {REGISTER}", f"PUT {CONTACT}", f"PUT {ROUTE}", f"POST {LISTINGS}"}
     | {f"POST {route}" for route in (THREADS, OFFERS, CLOSE, FINALIZE, RATINGS, DISPUTE)}
-    | {f"POST {ATTESTATION}"}
+    | {f"POST {ATTESTATION}", f"POST {ROTATE}", f"POST {DISABLE}"}
 )
+# Write routes the soak leaves to tests of their own, and why.
+DRIVEN_ELSEWHERE = {
+    "POST /v1/account/domain/verify": "fetches from an outside HTTPS host "
+    "(tests/domains/test_verify_concurrency.py races it on both databases)",
+}
 PROOF_BUDGET = 100  # the service allows 120 proof mints per account per hour
 AUDIENCE = "https://verifier.agents.dev"
 LISTING_BODY = "I normalise columns, fix encodings and drop duplicate rows. Up to 1 GB per job."
@@ -92,6 +100,24 @@ async def offer(caller: Caller, account: Account, thread_id: str, diff: str) -> 
     return False
 
 
+async def retire(caller: Caller, account: Account) -> None:
+    """Rotate the newcomer's key, then disable the account with the new one. A lost
+    rotation that landed leaves the new key unknown: its retry is refused with the old
+    key (401), and the account is left as it is."""
+    answer = await caller.call(
+        "POST", ROTATE, api_key=account.api_key, expect=(200,), after_retry={401: "unauthorized"}
+    )
+    if answer.status != 200:
+        return
+    await caller.call(
+        "POST",
+        DISABLE,
+        api_key=answer.body["api_key"],
+        expect=(200,),
+        after_retry={403: "api_key_disabled"},
+    )
+
+
 def _unknown_outcome(answer: Answer, *accounts: Account) -> None:
     if answer.status == 0:
         for account in accounts:
@@ -109,6 +135,7 @@ async def trade_round(caller: Caller, trader: Trader) -> None:
     if newcomer is not None:
         trader.newcomers.append(newcomer.account_id)
         await attest(caller, newcomer, proof=False)
+        await retire(caller, newcomer)
     # Profiles change while trading; they stay complete, so threads may still open.
     if not (
         await set_profile(caller, seller, tag, contact=True)

@@ -31,6 +31,8 @@ from agent_broker.logging import configure as configure_logging
 from agent_broker.meta.metrics import Metrics
 from agent_broker.meta.metrics import router as metrics_router
 from agent_broker.meta.routes import router as meta_router
+from agent_broker.payments.routes import dashboard as payments_dashboard_router
+from agent_broker.payments.routes import webhooks as webhooks_router
 from agent_broker.problems import install_handlers
 from agent_broker.reputation.routes import router as reputation_router
 from agent_broker.threads.routes import router as threads_router
@@ -44,6 +46,8 @@ ROUTERS = (
     accounts_router,
     domains_router,
     dashboard_router,
+    payments_dashboard_router,
+    webhooks_router,
     deals_router,
     reputation_router,
     meta_router,

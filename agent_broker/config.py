@@ -61,6 +61,22 @@ class Settings(BaseSettings):
     idp_issuer: str = ""
     idp_audience: str = ""
     idp_jwks_url: str = ""
+    # Processors (README "Buying credits"). processor_a: a Lightning hosted-charge API
+    # (create a charge, callback signed with HMAC-SHA256 of the raw body);
+    # processor_b: an address-forwarding gateway (callbacks from its published addresses).
+    processor_a_api_url: str = ""
+    processor_a_api_key: str = ""
+    processor_a_webhook_secret: str = ""
+    processor_b_api_url: str = ""
+    processor_b_callback_sources: str = "51.77.105.132,135.125.112.47"
+    # Where processor_b forwards each chain's payments; a chain without one is not offered.
+    processor_b_address_usdttrc20: str = ""
+    processor_b_address_usdterc20: str = ""
+    processor_b_address_usdc: str = ""
+    processor_b_address_usdcsol: str = ""
+    processor_b_address_usdtpolygon: str = ""
+    processor_b_address_usdcpolygon: str = ""
+    processor_b_address_usdcbase: str = ""
     # Domain proof: the one-time welcome credit (0 grants nothing) and how many grants
     # the deployment pays per UTC day (beyond it a proved claim waits for the next day).
     domain_grant_micro: int = Field(default=DOMAIN_GRANT_MICRO, ge=0)
@@ -83,6 +99,32 @@ class Settings(BaseSettings):
                 "BROKER_TRUSTED_PROXIES must be comma-separated IP addresses or CIDR ranges"
             ) from None
         return self
+
+    @model_validator(mode="after")
+    def _check_processor_sources(self) -> Settings:
+        try:
+            _ = self.processor_b_source_networks
+        except ValueError:
+            raise ValueError(
+                "BROKER_PROCESSOR_B_CALLBACK_SOURCES must be comma-separated addresses or CIDRs"
+            ) from None
+        return self
+
+    @cached_property
+    def processor_b_source_networks(self) -> tuple[ipaddress._BaseNetwork, ...]:
+        parts = [p.strip() for p in self.processor_b_callback_sources.split(",") if p.strip()]
+        return tuple(ipaddress.ip_network(p, strict=False) for p in parts)
+
+    def processor_b_address(self, chain: str) -> str:
+        return str(getattr(self, f"processor_b_address_{chain}", "") or "")
+
+    @property
+    def processor_a_configured(self) -> bool:
+        return bool(
+            self.processor_a_api_url
+            and self.processor_a_api_key
+            and self.processor_a_webhook_secret
+        )
 
     @model_validator(mode="after")
     def _check_identity_provider(self) -> Settings:

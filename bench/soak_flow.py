@@ -47,6 +47,9 @@ WRITE_ROUTES = frozenset(
 DRIVEN_ELSEWHERE = {
     "POST /v1/account/domain/verify": "fetches from an outside HTTPS host "
     "(tests/domains/test_verify_concurrency.py races it on both databases)",
+    "POST /dashboard/credits": "calls a processor's API (tests/payments)",
+    "POST /webhooks/processor-a": "called by the processor (tests/payments races redeliveries)",
+    "POST /webhooks/processor-b": "called by the processor (tests/payments races redeliveries)",
 }
 PROOF_BUDGET = 100  # the service allows 120 proof mints per account per hour
 AUDIENCE = "https://verifier.agents.dev"

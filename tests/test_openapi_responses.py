@@ -40,6 +40,13 @@ from tests.domains.conftest import (  # noqa: F401 - fixtures
 from tests.helpers import Agent, complete_profile, fund, new_key
 from tests.ledger.sealing import seal_now
 from tests.listings.conftest import LISTING
+from tests.payments.conftest import (  # noqa: F401 - fixtures
+    SOURCE,
+    WEBHOOK_SECRET,
+    payment_settings,
+    processors,
+)
+from tests.payments.fakes import processor_a_callback, processor_b_callback
 
 DOCUMENT_URI = "urn:agent-broker:openapi"
 # Routes of the app deliberately absent from the document (none today). A new route must
@@ -155,7 +162,8 @@ class Documented:
                 registry=self.registry,
                 format_checker=formats,
             )
-            errors = sorted(validator.iter_errors(response.json()), key=lambda e: e.json_path)
+            document = response.json() if media.endswith("json") else response.text
+            errors = sorted(validator.iter_errors(document), key=lambda e: e.json_path)
             assert not errors, f"{where}: " + "; ".join(
                 f"{e.json_path}: {e.message}" for e in errors
             )
@@ -222,8 +230,15 @@ def _store_verdict(app: FastAPI, document: str) -> None:
 
 
 @pytest.fixture
-def app(make_app, outbound_settings):  # noqa: F811 - the domain proof reaches a local server
-    return make_app(**outbound_settings)
+def app(make_app, outbound_settings, payment_settings):  # noqa: F811
+    # The domain proof reaches a local server; the processors are local fakes.
+    return make_app(**outbound_settings, **payment_settings)
+
+
+@pytest.fixture
+def client(app):  # processor_b's callbacks are believed from 127.0.0.1 only
+    with TestClient(app, raise_server_exceptions=False, client=SOURCE) as test_client:
+        yield test_client
 
 
 def test_every_response_matches_the_document(
@@ -306,6 +321,25 @@ def test_every_response_matches_the_document(
     api.post("/v1/account/domain/verify", 400, prover)
     serve_token(challenge_server, domain_challenge["token"])
     assert api.post("/v1/account/domain/verify", 200, prover).json()["granted"] is True
+
+    # Buying credits: an invoice from each processor, their callbacks, the pay page.
+    charge = api.post(
+        "/dashboard/credits", 201, prover, json={"pack_count": 2, "processor": "processor_a"}
+    ).json()
+    body, signed = processor_a_callback(WEBHOOK_SECRET, charge["processor_id"])
+    api.post("/webhooks/processor-a", 200, content=body, headers=signed)
+    api.post("/webhooks/processor-a", 409, content=body, headers=signed)
+    api.post("/webhooks/processor-a", 401, content=body, headers={"X-Webhook-Signature": "00"})
+    api.post("/dashboard/credits", 400, prover, json={"pack_count": 11, "processor": "processor_a"})
+    api.post("/dashboard/credits", 401, json={"pack_count": 1, "processor": "processor_a"})
+    deposit = api.post(
+        "/dashboard/credits", 201, prover, json={"pack_count": 3, "processor": "processor_b"}
+    ).json()
+    api.get(f"/dashboard/pay/{deposit['processor_id']}")
+    api.get("/dashboard/pay/0xunknown", 404)
+    payment = processor_b_callback(deposit["processor_id"], "payment-1", "1.5")
+    assert api.post("/webhooks/processor-b", 200, data=payment).text == "*ok*"
+    api.post("/webhooks/processor-b", 404, data=processor_b_callback("0xnone", "p", "1"))
     api.put(
         "/v1/account/contact",
         204,

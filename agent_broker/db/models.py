@@ -17,6 +17,7 @@ from agent_broker.ledger.models import (  # noqa: F401
 )
 from agent_broker.listings.models import Listing  # noqa: F401
 from agent_broker.meta.models import HealthSample  # noqa: F401
+from agent_broker.payments.models import Invoice, ProcessorEvent  # noqa: F401
 from agent_broker.reputation.models import ReputationFacet  # noqa: F401
 from agent_broker.threads.models import Thread  # noqa: F401
 from agent_broker.tokens.models import SigningKey  # noqa: F401

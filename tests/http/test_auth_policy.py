@@ -39,9 +39,11 @@ KEY_OR_SESSION = {
     ("POST", "/v1/account/domain/verify"),
     ("POST", "/dashboard/keys"),
     ("POST", "/dashboard/keys/rotate"),
+    ("POST", "/dashboard/credits"),
 }
 KEY_OR_OAUTH = {("POST", "/v1/account/reputation/attestation")}
 NO_AUTH_V1 = {
+    ("GET", "/dashboard/pay/{address}"),
     ("POST", "/v1/account/register"),
     ("GET", "/v1/reputation/{handle}"),
     ("GET", "/v1/ledger/verify"),

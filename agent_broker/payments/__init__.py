@@ -1,0 +1,1 @@
+"""Money in: invoices through payment processors, their callbacks, the pay page."""

@@ -100,6 +100,8 @@ def _link(request: Request, session: Session, identity: Identity, presented: str
     account = credentials.account_for_key(session, request.app.state.settings, presented)
     if account is None:
         raise Unauthorized("The API key is not recognised.")
+    if account.status != "active":
+        raise ApiKeyDisabled()  # a disabled key proves nothing, not even to link
     identities.link(session, identity.issuer, identity.subject, account.id, now=clock.now())
 
 
@@ -150,6 +152,8 @@ def _by_session(
         keyed = credentials.account_for_key(session, request.app.state.settings, presented)
         if keyed is None:
             raise Unauthorized("The API key is not recognised.")
+        if keyed.status != "active":
+            raise ApiKeyDisabled()
         if keyed.id != account_id:
             raise IdentityConflict(
                 "This session's identity is linked to another account than this API key's."

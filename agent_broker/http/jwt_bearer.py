@@ -50,14 +50,19 @@ class KeySetSource:
         self._keys: KeySet | None = None
         self._kids: frozenset[str] = frozenset()
         self._fetched_at = float("-inf")
+        self._attempted_at = float("-inf")
 
     async def for_kid(self, kid: str | None) -> KeySet:
-        age = time.monotonic() - self._fetched_at
-        stale = self._keys is None or age > MAX_AGE_SECONDS
-        unknown = kid is not None and kid not in self._kids and age > REFETCH_SECONDS
-        if stale or unknown:
+        now = time.monotonic()
+        stale = self._keys is None or now - self._fetched_at > MAX_AGE_SECONDS
+        unknown = kid is not None and kid not in self._kids
+        # Every attempt, failed ones too, waits REFETCH_SECONDS before the next, so neither
+        # forged kids nor a failing issuer turn requests into fetches.
+        if (stale or unknown) and now - self._attempted_at > REFETCH_SECONDS:
+            self._attempted_at = now
             await self._refresh()
-        assert self._keys is not None
+        if self._keys is None:
+            raise InvalidToken("the issuer's key set is not available")
         return self._keys
 
     async def _refresh(self) -> None:
@@ -73,7 +78,12 @@ class KeySetSource:
     async def _load(self) -> Any:
         parts = urlsplit(self.url)
         if parts.scheme == "file":
-            raw = Path(unquote(parts.path)).read_bytes()
+            try:
+                raw = Path(unquote(parts.path)).read_bytes()
+            except OSError as exc:
+                raise InvalidToken(
+                    f"the issuer's key set file is unreadable ({exc.strerror})"
+                ) from None
         else:
             try:
                 response = await self._outbound.get(self.url, max_bytes=MAX_JWKS_BYTES)

@@ -113,7 +113,10 @@ def tls_server(tmp_path: Path, *names: str) -> Iterator[TLSServer]:
     httpd.socket = context.wrap_socket(httpd.socket, server_side=True)
     server = TLSServer(httpd, ca_path)
     httpd.RequestHandlerClass = _handler(server)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    # A short poll: shutdown() waits up to one poll interval (0.5 s by default) per test.
+    thread = threading.Thread(
+        target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+    )
     thread.start()
     try:
         yield server

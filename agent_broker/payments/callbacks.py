@@ -43,7 +43,7 @@ def _refuse(processor: str, problem: Exception, **context: Any) -> Exception:
     return problem
 
 
-def parse_fields(body: bytes, content_type: str) -> dict[str, str]:
+def parse_fields(processor: str, body: bytes, content_type: str) -> dict[str, str]:
     """A form-encoded or JSON object body as text fields (one value each)."""
     try:
         if "json" in content_type or body.lstrip().startswith(b"{"):
@@ -53,7 +53,9 @@ def parse_fields(body: bytes, content_type: str) -> dict[str, str]:
             return {str(k): "" if v is None else str(v) for k, v in document.items()}
         return dict(parse_qsl(body.decode("utf-8"), keep_blank_values=True, strict_parsing=False))
     except (ValueError, UnicodeDecodeError):
-        raise InvalidInput("The callback body is neither a form nor a JSON object.") from None
+        raise _refuse(
+            processor, InvalidInput("The callback body is neither a form nor a JSON object.")
+        ) from None
 
 
 # --- processor_a ---------------------------------------------------------------------------
@@ -77,7 +79,7 @@ async def processor_a(
 ) -> dict[str, Any]:
     if not signature_holds(settings.processor_a_webhook_secret, body, signature):
         raise _refuse("processor_a", Unauthorized("The callback signature does not verify."))
-    fields = parse_fields(body, content_type)
+    fields = parse_fields("processor_a", body, content_type)
     charge_id, status = fields.get("id", ""), fields.get("status", "")
     if not charge_id or not status:
         raise _refuse("processor_a", InvalidInput("The callback names no charge id or status."))
@@ -143,12 +145,14 @@ async def processor_b(
             Forbidden("Callbacks are accepted only from processor_b's published addresses."),
             source=source,
         )
-    fields = {**query, **(parse_fields(body, content_type) if body.strip() else {})}
+    fields = {**query, **(parse_fields("processor_b", body, content_type) if body.strip() else {})}
     address, payment = fields.get("address_in", ""), fields.get("uuid", "")
-    if not address or not payment or fields.get("pending") not in ("0", "1"):
+    if not 0 < len(address) <= 200 or not 0 < len(payment) <= 99:
         raise _refuse(
-            "processor_b", InvalidInput("The callback needs address_in, uuid and pending.")
+            "processor_b", InvalidInput("The callback needs an address_in and a payment uuid.")
         )
+    if fields.get("pending") not in ("0", "1"):
+        raise _refuse("processor_b", InvalidInput("The callback's pending must be 0 or 1."))
     if fields["pending"] != "0":
         return RECEIVED  # seen in the mempool: credited once confirmed
     paid_micro = _micro(fields.get("value_coin", ""))

@@ -85,7 +85,13 @@ async def create_address(
     url = f"{base}/{GATEWAY_TICKERS[order.chain]}/create/?{query}"
     answer = _json(await _call(outbound, "processor_b", "GET", url, None, {}))
     address = answer.get("address_in") if isinstance(answer, dict) else None
-    if not isinstance(answer, dict) or answer.get("status") != "success" or not _text(address):
+    # Addresses of every chain offered are alphanumeric; anything else is not one (and
+    # would not make a usable pay page URL).
+    if (
+        not isinstance(answer, dict)
+        or answer.get("status") != "success"
+        or not (_text(address) and address.isascii() and address.isalnum())
+    ):
         raise _unavailable("processor_b", "its answer names no deposit address")
     return Placement(processor_id=address, payment_url=pay_page_url(settings, address))
 

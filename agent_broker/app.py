@@ -127,6 +127,16 @@ def create_app(settings: Settings | None = None, *, run_jobs: bool | None = None
         if settings.sessions_enabled
         else None
     )
+    app.state.oauth_verifier = (
+        JwtVerifier(
+            issuer=settings.oauth_issuer,
+            audience=settings.oauth_audience,
+            keys=KeySetSource(settings.oauth_jwks_url, app.state.operator_outbound),
+            require_jti=True,
+        )
+        if settings.oauth_enabled
+        else None
+    )
     app.state.metrics = metrics
     if metrics:
         app.request_observers = (metrics.observe_request,)

@@ -61,6 +61,11 @@ class Settings(BaseSettings):
     idp_issuer: str = ""
     idp_audience: str = ""
     idp_jwks_url: str = ""
+    # Agent OAuth access tokens (RS256 JWTs with a space-separated `scope` and a `jti`): the
+    # same rules as the identity provider's.
+    oauth_issuer: str = ""
+    oauth_audience: str = ""
+    oauth_jwks_url: str = ""
     # Processors (README "Buying credits"). processor_a: a Lightning hosted-charge API
     # (create a charge, callback signed with HMAC-SHA256 of the raw body);
     # processor_b: an address-forwarding gateway (callbacks from its published addresses).
@@ -127,17 +132,24 @@ class Settings(BaseSettings):
         )
 
     @model_validator(mode="after")
-    def _check_identity_provider(self) -> Settings:
-        values = (self.idp_issuer, self.idp_audience, self.idp_jwks_url)
-        if any(values) and not all(values):
-            raise ValueError(
-                "BROKER_IDP_ISSUER, BROKER_IDP_AUDIENCE and BROKER_IDP_JWKS_URL are set "
-                "together or not at all"
-            )
+    def _check_token_issuers(self) -> Settings:
         schemes = ("https://", "file://") + (("http://",) if self.env != "production" else ())
-        if self.idp_jwks_url and not self.idp_jwks_url.startswith(schemes):
-            raise ValueError("BROKER_IDP_JWKS_URL must be an https:// or file:// URL")
+        for prefix, values in (
+            ("IDP", (self.idp_issuer, self.idp_audience, self.idp_jwks_url)),
+            ("OAUTH", (self.oauth_issuer, self.oauth_audience, self.oauth_jwks_url)),
+        ):
+            if any(values) and not all(values):
+                raise ValueError(
+                    f"BROKER_{prefix}_ISSUER, BROKER_{prefix}_AUDIENCE and "
+                    f"BROKER_{prefix}_JWKS_URL are set together or not at all"
+                )
+            if values[2] and not values[2].startswith(schemes):
+                raise ValueError(f"BROKER_{prefix}_JWKS_URL must be an https:// or file:// URL")
         return self
+
+    @property
+    def oauth_enabled(self) -> bool:
+        return bool(self.oauth_jwks_url)
 
     @property
     def sessions_enabled(self) -> bool:

@@ -10,8 +10,9 @@ from datetime import datetime
 from sqlalchemy import bindparam, select
 from sqlalchemy.orm import Session
 
-from agent_broker.accounts.models import IdentityLink
+from agent_broker.accounts.models import IdentityLink, SpentToken
 from agent_broker.db.prepared import Prepared, dialect_insert
+from agent_broker.problems import Problem, Reason
 
 _links = IdentityLink.__table__
 _LINKED = Prepared(
@@ -52,3 +53,32 @@ def link(session: Session, issuer: str, subject: str, account_id: str, *, now: d
     linked = linked_account(session, issuer, subject)
     assert linked is not None
     return linked
+
+
+_spent = SpentToken.__table__
+_SPEND = Prepared(
+    lambda dialect: (
+        dialect_insert(dialect, _spent)
+        .values(
+            id=bindparam("id"),
+            issuer=bindparam("issuer"),
+            jti=bindparam("jti"),
+            spent_at=bindparam("now"),
+        )
+        .on_conflict_do_nothing()
+        .returning(_spent.c.id)
+    )
+)
+
+
+class OAuthTokenReplay(Problem):
+    status, reason = 409, Reason.oauth_token_replay
+    default_detail = "This OAuth token was already used for this operation; get a new one."
+
+
+def spend(session: Session, token: tuple[str, str], *, now: datetime) -> None:
+    """Use an OAuth token for an operation it may do once (in the operation's own
+    transaction, so a refused operation leaves the token unspent)."""
+    issuer, jti = token
+    if _SPEND.one_or_none(session, id=str(uuid.uuid4()), issuer=issuer, jti=jti, now=now) is None:
+        raise OAuthTokenReplay()

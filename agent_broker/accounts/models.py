@@ -42,6 +42,19 @@ class IdentityLink(Base):
     linked_at: Mapped[datetime] = mapped_column(UTCDateTime())
 
 
+class SpentToken(Base):
+    """An agent OAuth token (issuer, jti) already used for an operation it may do once
+    (finalize): a second use is 409 oauth_token_replay."""
+
+    __tablename__ = "spent_tokens"
+    __table_args__ = (UniqueConstraint("issuer", "jti", name="uq_spent_tokens_token"),)
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    issuer: Mapped[str] = mapped_column(String(500))
+    jti: Mapped[str] = mapped_column(String(200))
+    spent_at: Mapped[datetime] = mapped_column(UTCDateTime())
+
+
 class AccountRecord(Protocol):
     """An account as read: the entity above or its row (what authentication loads)."""
 

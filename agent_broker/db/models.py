@@ -1,6 +1,6 @@
 """Imports every feature's models so the metadata (and Alembic) sees all tables."""
 
-from agent_broker.accounts.models import Account, IdentityLink  # noqa: F401
+from agent_broker.accounts.models import Account, IdentityLink, SpentToken  # noqa: F401
 from agent_broker.db.base import Base  # noqa: F401
 from agent_broker.deals.models import Deal  # noqa: F401
 from agent_broker.domains.models import DomainClaim, DomainGrant, DomainGrantDay  # noqa: F401

@@ -37,8 +37,14 @@ bearer_scheme = HTTPBearer(
 
 @dataclass(frozen=True)
 class Identity:
+    """Who a verified bearer token names, and what it may do."""
+
     issuer: str
     subject: str
+    via: CredentialKind = CredentialKind.session
+    # An OAuth token's scopes (None: a session, every scope) and its (issuer, jti).
+    scopes: frozenset[str] | None = None
+    token: tuple[str, str] | None = None
 
 
 KEY = frozenset({CredentialKind.api_key})
@@ -70,16 +76,47 @@ async def session_identity(
     """The identity of a dashboard session, verified before any database session opens (it
     may fetch the issuer's keys). A session presented with the account's API key links
     the two if the identity reaches no account yet."""
+    return await _bearer_identity(request, bearer, presented, CredentialKind.session)
+
+
+async def oauth_identity(
+    request: Request,
+    bearer: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer_scheme)],
+    presented: Annotated[str | None, Depends(api_key_scheme)],
+) -> Identity | None:
+    """The identity and scopes of an agent OAuth access token, verified like a session."""
+    return await _bearer_identity(request, bearer, presented, CredentialKind.oauth)
+
+
+_VERIFIERS = {
+    CredentialKind.session: ("session_verifier", "Identity-provider sessions", "session"),
+    CredentialKind.oauth: ("oauth_verifier", "Agent OAuth tokens", "OAuth token"),
+}
+
+
+async def _bearer_identity(
+    request: Request,
+    bearer: HTTPAuthorizationCredentials | None,
+    presented: str | None,
+    kind: CredentialKind,
+) -> Identity | None:
     if bearer is None:
         return None
-    verifier = request.app.state.session_verifier
+    attribute, plural, singular = _VERIFIERS[kind]
+    verifier = getattr(request.app.state, attribute)
     if verifier is None:
-        raise Unauthorized("Identity-provider sessions are not enabled on this deployment.")
+        raise Unauthorized(f"{plural} are not enabled on this deployment.")
     try:
         token = await verifier.verify(bearer.credentials)
     except InvalidToken as exc:
-        raise Unauthorized(f"The session is not valid: {exc}.") from None
-    identity = Identity(issuer=token.issuer, subject=token.subject)
+        raise Unauthorized(f"The {singular} is not valid: {exc}.") from None
+    identity = Identity(issuer=token.issuer, subject=token.subject, via=kind)
+    if kind is CredentialKind.oauth:
+        scope, jti = token.claims.get("scope"), token.claims.get("jti")
+        if not isinstance(jti, str) or not 0 < len(jti) <= 200:
+            raise Unauthorized("The OAuth token's jti must be a string of 1 to 200 characters.")
+        scopes = frozenset(scope.split()) if isinstance(scope, str) else frozenset()
+        identity = Identity(token.issuer, token.subject, kind, scopes, (token.issuer, jti))
     if presented:
         await _link_once(request, identity, presented)
     return identity
@@ -113,7 +150,7 @@ def _resolve(
     identity: Identity | None = None,
 ) -> Caller:
     if identity is not None:
-        caller = _by_session(request, session, presented, identity)
+        caller = _by_identity(request, session, presented, identity)
     else:
         caller = _by_key(request, session, presented, policy)
     missing = sorted(scope for scope in policy.scopes if not caller.has_scope(scope))
@@ -137,11 +174,12 @@ def _by_key(
     return Caller(account=account, via=CredentialKind.api_key)
 
 
-def _by_session(
+def _by_identity(
     request: Request, session: Session, presented: str | None, identity: Identity
 ) -> Caller:
-    """A session acts for the account its identity is linked to, disabled or not (the
-    operator of a disabled account rotates its key through a session)."""
+    """A bearer token acts for the account its identity is linked to. A session does so
+    whether the account is disabled or not (its operator rotates the key through one);
+    an agent's OAuth token is refused like the account's key."""
     account_id = identities.linked_account(session, identity.issuer, identity.subject)
     if account_id is None:
         raise Unauthorized(
@@ -161,7 +199,19 @@ def _by_session(
     account = credentials.account_by_id(session, account_id)
     if account is None:
         raise Unauthorized("The account this identity is linked to no longer exists.")
-    return Caller(account=account, via=CredentialKind.session)
+    if identity.via is CredentialKind.oauth and account.status != "active":
+        raise ApiKeyDisabled("This account is disabled; its OAuth tokens are refused too.")
+    return Caller(account=account, via=identity.via, scopes=identity.scopes, token=identity.token)
+
+
+def _bearer_dependency(policy: AuthPolicy) -> Any:
+    """The bearer token a policy accepts: a session or an agent's OAuth token (no route
+    takes both), or None: the route ignores the Authorization header."""
+    if CredentialKind.session in policy.kinds:
+        return session_identity
+    if CredentialKind.oauth in policy.kinds:
+        return oauth_identity
+    return None
 
 
 def _dependency(policy: AuthPolicy) -> Any:
@@ -169,12 +219,13 @@ def _dependency(policy: AuthPolicy) -> Any:
         return _detached_dependency(policy)
     session_dependency = write_session if policy.writes else read_session
 
-    if CredentialKind.session in policy.kinds:
+    bearer_identity = _bearer_dependency(policy)
+    if bearer_identity is not None:
         # The identity comes first: its keys may be fetched, with no database session open.
         @db_bound
         def resolve_caller(
             request: Request,
-            identity: Annotated[Identity | None, Depends(session_identity)],
+            identity: Annotated[Identity | None, Depends(bearer_identity)],
             session: Annotated[Session, Depends(session_dependency, scope="function")],
             presented: Annotated[str | None, Depends(api_key_scheme)],
         ) -> Caller:
@@ -199,11 +250,12 @@ def _detached_dependency(policy: AuthPolicy) -> Any:
         async with transaction(request.app.state.db, write=False) as session:
             return await run(session, _resolve, request, session, presented, policy, identity)
 
-    if CredentialKind.session in policy.kinds:
+    bearer_identity = _bearer_dependency(policy)
+    if bearer_identity is not None:
 
         async def resolve_caller(
             request: Request,
-            identity: Annotated[Identity | None, Depends(session_identity)],
+            identity: Annotated[Identity | None, Depends(bearer_identity)],
             presented: Annotated[str | None, Depends(api_key_scheme)],
         ) -> Caller:
             return await resolve(request, presented, identity)

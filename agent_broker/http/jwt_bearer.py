@@ -99,10 +99,13 @@ class KeySetSource:
 
 
 class JwtVerifier:
-    def __init__(self, *, issuer: str, audience: str, keys: KeySetSource) -> None:
+    def __init__(
+        self, *, issuer: str, audience: str, keys: KeySetSource, require_jti: bool = False
+    ) -> None:
         self.issuer = issuer
         self.audience = audience
         self._keys = keys
+        self._required = {"jti": {"essential": True}} if require_jti else {}
 
     async def verify(self, token: str) -> VerifiedToken:
         header = _header(token)
@@ -124,6 +127,7 @@ class JwtVerifier:
             aud={"essential": True, "value": self.audience},
             sub={"essential": True},
             exp={"essential": True},
+            **self._required,
         )
         try:
             registry.validate(claims)

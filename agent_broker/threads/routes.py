@@ -8,7 +8,7 @@ from agent_broker import clock
 from agent_broker.db.dispatch import db_bound
 from agent_broker.db.session import ReadSession, WriteSession
 from agent_broker.deals.schemas import DealPackage
-from agent_broker.http.auth import Caller, authenticated
+from agent_broker.http.auth import KEY_OR_OAUTH, Caller, authenticated
 from agent_broker.http.idempotency import RequiredIdempotency, answer
 from agent_broker.http.responses import problems
 from agent_broker.http.screening import Screens
@@ -18,6 +18,8 @@ from agent_broker.threads.schemas import DiffRequest, ThreadOut, ThreadRead
 router = APIRouter(prefix="/v1", tags=["threads"])
 
 Trader = Annotated[Caller, authenticated(metered=True, writes=True)]
+# Finalize also takes an agent OAuth token, once per token (409 oauth_token_replay).
+Finalizer = Annotated[Caller, authenticated(kinds=KEY_OR_OAUTH, metered=True, writes=True)]
 MeteredReader = Annotated[Caller, authenticated(metered=True)]
 Reader = Annotated[Caller, authenticated()]
 
@@ -140,7 +142,7 @@ def finalize_thread(
     request: Request,
     response: Response,
     thread_id: str,
-    caller: Trader,
+    caller: Finalizer,
     session: WriteSession,
     idempotency: RequiredIdempotency,
 ) -> dict:
@@ -152,5 +154,6 @@ def finalize_thread(
         idempotency,
         signer=request.app.state.signer,
         now=clock.now(),
+        one_time_token=caller.token,
     )
     return answer(response, outcome)

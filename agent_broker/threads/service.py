@@ -10,6 +10,7 @@ from sqlalchemy import bindparam, or_, select, update
 from sqlalchemy.orm import Session
 
 from agent_broker import clock
+from agent_broker.accounts import identities
 from agent_broker.accounts import service as accounts
 from agent_broker.accounts.models import AccountRecord
 from agent_broker.accounts.profile import setup_requirements
@@ -409,14 +410,23 @@ def finalize_once(
     *,
     signer: Signer,
     now: datetime,
+    one_time_token: tuple[str, str] | None = None,
 ) -> Outcome:
     """Seal once per key. The package carries a bearer credential, so only the deal id is
-    kept; a replay renders the same (deterministic) package again from the deal."""
+    kept; a replay renders the same (deterministic) package again from the deal. An agent
+    OAuth token seals once: it is spent with the seal (a replay with the same key is
+    still answered from the first seal)."""
+
+    def seal() -> Outcome:
+        if one_time_token is not None:
+            identities.spend(session, one_time_token, now=now)
+        return Outcome(201, finalize(session, poster, thread_id, signer=signer, now=now))
+
     return run_once(
         session,
         poster.id,
         key,
-        lambda: Outcome(201, finalize(session, poster, thread_id, signer=signer, now=now)),
+        seal,
         now=now,
         stored=lambda body: {"deal_id": body["id"]},
         replayed=lambda kept: Outcome(

@@ -41,7 +41,10 @@ KEY_OR_SESSION = {
     ("POST", "/dashboard/keys/rotate"),
     ("POST", "/dashboard/credits"),
 }
-KEY_OR_OAUTH = {("POST", "/v1/account/reputation/attestation")}
+KEY_OR_OAUTH = {
+    ("POST", "/v1/account/reputation/attestation"),
+    ("POST", "/v1/threads/{thread_id}/finalize"),
+}
 NO_AUTH_V1 = {
     ("GET", "/dashboard/pay/{address}"),
     ("POST", "/v1/account/register"),

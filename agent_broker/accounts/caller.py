@@ -26,8 +26,8 @@ class Caller:
     via: CredentialKind
     # The scopes the credential carries; None means every scope (an API key).
     scopes: frozenset[str] | None = None
-    # An OAuth token's (issuer, jti), for the operations a token may perform once.
-    token: tuple[str, str] | None = None
+    # An OAuth token's (issuer, jti, exp), for the operations a token may perform once.
+    token: tuple[str, str, int] | None = None
 
     @property
     def account_id(self) -> str:

@@ -5,9 +5,9 @@ by an operator (`agent-broker admin link-identity`); it is never moved silently.
 from __future__ import annotations
 
 import uuid
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 
-from sqlalchemy import bindparam, select
+from sqlalchemy import bindparam, delete, select
 from sqlalchemy.orm import Session
 
 from agent_broker.accounts.models import IdentityLink, SpentToken
@@ -64,6 +64,7 @@ _SPEND = Prepared(
             issuer=bindparam("issuer"),
             jti=bindparam("jti"),
             spent_at=bindparam("now"),
+            expires_at=bindparam("expires_at"),
         )
         .on_conflict_do_nothing()
         .returning(_spent.c.id)
@@ -76,9 +77,24 @@ class OAuthTokenReplay(Problem):
     default_detail = "This OAuth token was already used for this operation; get a new one."
 
 
-def spend(session: Session, token: tuple[str, str], *, now: datetime) -> None:
-    """Use an OAuth token for an operation it may do once (in the operation's own
-    transaction, so a refused operation leaves the token unspent)."""
-    issuer, jti = token
-    if _SPEND.one_or_none(session, id=str(uuid.uuid4()), issuer=issuer, jti=jti, now=now) is None:
+# Longer than any verifier's leeway: a token is refused as expired before its row goes.
+KEEP_AFTER_EXPIRY = timedelta(minutes=10)
+LAST_SECOND = 253_402_300_799  # 9999-12-31T23:59:59Z: a later exp is kept until then
+_FORGET = Prepared(delete(_spent).where(_spent.c.expires_at < bindparam("before")))
+
+
+def spend(session: Session, token: tuple[str, str, int], *, now: datetime) -> None:
+    """Use an OAuth token (issuer, jti, exp) for an operation it may do once, in the
+    operation's own transaction, so a refused operation leaves the token unspent."""
+    issuer, jti, exp = token
+    expires_at = datetime.fromtimestamp(min(max(exp, 0), LAST_SECOND), UTC)
+    spent = _SPEND.one_or_none(
+        session, id=str(uuid.uuid4()), issuer=issuer, jti=jti, now=now, expires_at=expires_at
+    )
+    if spent is None:
         raise OAuthTokenReplay()
+
+
+def forget_expired_tokens(session: Session, *, now: datetime) -> int:
+    """Spent tokens past their expiry cannot be presented again: forget them."""
+    return _FORGET.execute(session, before=now - KEEP_AFTER_EXPIRY)

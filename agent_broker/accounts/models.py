@@ -53,6 +53,8 @@ class SpentToken(Base):
     issuer: Mapped[str] = mapped_column(String(500))
     jti: Mapped[str] = mapped_column(String(200))
     spent_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    # The token's own expiry: after it (and the verifier's leeway) the row can go.
+    expires_at: Mapped[datetime] = mapped_column(UTCDateTime(), index=True)
 
 
 class AccountRecord(Protocol):

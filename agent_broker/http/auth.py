@@ -42,9 +42,9 @@ class Identity:
     issuer: str
     subject: str
     via: CredentialKind = CredentialKind.session
-    # An OAuth token's scopes (None: a session, every scope) and its (issuer, jti).
+    # An OAuth token's scopes (None: a session, every scope) and its (issuer, jti, exp).
     scopes: frozenset[str] | None = None
-    token: tuple[str, str] | None = None
+    token: tuple[str, str, int] | None = None
 
 
 KEY = frozenset({CredentialKind.api_key})
@@ -116,7 +116,8 @@ async def _bearer_identity(
         if not isinstance(jti, str) or not 0 < len(jti) <= 200:
             raise Unauthorized("The OAuth token's jti must be a string of 1 to 200 characters.")
         scopes = frozenset(scope.split()) if isinstance(scope, str) else frozenset()
-        identity = Identity(token.issuer, token.subject, kind, scopes, (token.issuer, jti))
+        spent = (token.issuer, jti, int(token.claims["exp"]))
+        identity = Identity(token.issuer, token.subject, kind, scopes, spent)
     if presented:
         await _link_once(request, identity, presented)
     return identity

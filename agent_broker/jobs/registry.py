@@ -9,6 +9,7 @@ from datetime import datetime, timedelta
 
 from sqlalchemy.orm import Session
 
+from agent_broker.accounts.identities import forget_expired_tokens
 from agent_broker.config import Settings
 from agent_broker.deals.service import purge_due
 from agent_broker.idempotency.service import purge_expired
@@ -46,6 +47,10 @@ def _purge_deals(session: Session, settings: Settings, now: datetime) -> str:
 def _expire_idempotency_keys(session: Session, settings: Settings, now: datetime) -> str:
     forgotten = purge_expired(session, settings.idempotency_retention_hours, now=now)
     return f"forgot {forgotten} idempotency keys"
+
+
+def _forget_spent_tokens(session: Session, settings: Settings, now: datetime) -> str:
+    return f"forgot {forget_expired_tokens(session, now=now)} spent OAuth tokens"
 
 
 def _ledger_seal(session: Session, settings: Settings, now: datetime) -> str:
@@ -86,6 +91,12 @@ JOBS: dict[str, Job] = {
             timedelta(hours=1),
             _expire_idempotency_keys,
             "forget Idempotency-Key records past their retention",
+        ),
+        Job(
+            "forget-spent-tokens",
+            timedelta(hours=1),
+            _forget_spent_tokens,
+            "forget spent OAuth tokens once they have expired",
         ),
         Job(
             "ledger-seal",

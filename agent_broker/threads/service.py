@@ -410,7 +410,7 @@ def finalize_once(
     *,
     signer: Signer,
     now: datetime,
-    one_time_token: tuple[str, str] | None = None,
+    one_time_token: tuple[str, str, int] | None = None,
 ) -> Outcome:
     """Seal once per key. The package carries a bearer credential, so only the deal id is
     kept; a replay renders the same (deterministic) package again from the deal. An agent

@@ -204,3 +204,38 @@ def test_without_oauth_configured_a_token_is_401(make_app, oauth_token):
         refused = client.post(ATTESTATION, headers={**bearer(oauth_token("read")), **agent.headers})
         assert_problem(refused, 401, "unauthorized")
         assert "not enabled" in refused.json()["detail"]
+
+
+def test_spent_tokens_are_forgotten_once_expired(app, client, market, oauth_token):  # noqa: F811
+    from datetime import timedelta
+
+    from sqlalchemy import func, select
+
+    from agent_broker import clock
+    from agent_broker.accounts.identities import forget_expired_tokens
+    from agent_broker.accounts.models import SpentToken
+
+    link(client, market.poster, oauth_token("read", sub="poster-agent"))
+    thread_id = _negotiated(client, market)
+    token = oauth_token("read", sub="poster-agent")  # expires in 300 s
+    sealed = client.post(
+        f"/v1/threads/{thread_id}/finalize",
+        headers={**bearer(token), "Idempotency-Key": new_key()},
+    )
+    assert sealed.status_code == 201
+
+    def spent() -> int:
+        with app.state.db.reader() as session:
+            return session.scalar(select(func.count()).select_from(SpentToken))
+
+    def forget() -> int:
+        with app.state.db.writer() as session:
+            forgotten = forget_expired_tokens(session, now=clock.now())
+            session.commit()
+        return forgotten
+
+    assert spent() == 1
+    clock.advance(timedelta(minutes=5))  # expired, but within the kept margin
+    assert forget() == 0 and spent() == 1
+    clock.advance(timedelta(minutes=11))
+    assert forget() == 1 and spent() == 0

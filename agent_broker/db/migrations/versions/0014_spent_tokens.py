@@ -24,9 +24,14 @@ def upgrade() -> None:
         sa.Column("issuer", sa.String(length=500), nullable=False),
         sa.Column("jti", sa.String(length=200), nullable=False),
         sa.Column("spent_at", UTCDateTime(), nullable=False),
+        sa.Column("expires_at", UTCDateTime(), nullable=False),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_spent_tokens")),
         sa.UniqueConstraint("issuer", "jti", name="uq_spent_tokens_token"),
     )
+    with op.batch_alter_table("spent_tokens", schema=None) as batch_op:
+        batch_op.create_index(
+            batch_op.f("ix_spent_tokens_expires_at"), ["expires_at"], unique=False
+        )
 
 
 def downgrade() -> None:

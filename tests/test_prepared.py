@@ -65,6 +65,21 @@ def test_datetimes_go_in_as_utc_and_come_back_aware_and_defaults_fill_columns(db
     assert row.contact_email is None
 
 
+def test_a_parameter_the_statement_has_no_place_for_is_refused(db):
+    # A value for a column missing from the statement would otherwise vanish silently.
+    with db.writer() as session, pytest.raises(TypeError, match="no parameter contact_email"):
+        _NEW_ACCOUNT.execute(
+            session,
+            id=str(uuid.uuid4()),
+            handle=uuid.uuid4().hex[:12],
+            key_hash=uuid.uuid4().hex,
+            created_at=datetime.now(UTC),
+            contact_email="ops@agents.dev",
+        )
+    with db.reader() as session, pytest.raises(TypeError, match="no parameter key"):
+        _ACCOUNT.one_or_none(session, id="x", key="y")
+
+
 def test_a_naive_datetime_is_refused_before_reaching_the_database(db):
     with db.writer() as session, pytest.raises(ValueError, match="naive"):
         _new_account(session, created_at=datetime(2026, 3, 1, 12, 0))

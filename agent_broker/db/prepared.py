@@ -33,7 +33,16 @@ _Bind = tuple[str, str | None, Processor, Any]
 
 
 class _Compiled:
-    __slots__ = ("sql", "positional", "binds", "row", "processors", "dbapi_error", "dialect")
+    __slots__ = (
+        "sql",
+        "positional",
+        "binds",
+        "keys",
+        "row",
+        "processors",
+        "dbapi_error",
+        "dialect",
+    )
 
     def __init__(self, statement: ClauseElement, dialect: Dialect) -> None:
         compiled = statement.compile(dialect=dialect)
@@ -49,6 +58,7 @@ class _Compiled:
             **{c.key: c.onupdate for c in compiled.update_prefetch},
         }
         self.binds = [self._bind(compiled, name, defaults) for name in names or ()]
+        self.keys = frozenset(key for _name, key, _p, _f in self.binds if key is not None)
         columns = list(getattr(statement, "selected_columns", ()) or ())
         if not columns and getattr(statement, "_returning", ()):
             columns = list(statement.exported_columns)  # type: ignore[attr-defined]
@@ -74,6 +84,11 @@ class _Compiled:
         return (sql_name, None, None, processor(value) if processor else value)
 
     def arguments(self, params: Mapping[str, Any]) -> Sequence[Any] | dict[str, Any]:
+        if not params.keys() <= self.keys:
+            # A value the statement has no place for is a mistake (a misspelt key, or a
+            # column missing from the statement), never something to drop silently.
+            unknown = ", ".join(sorted(params.keys() - self.keys))
+            raise TypeError(f"the statement takes no parameter {unknown}")
         values = []
         for _sql_name, key, processor, fixed in self.binds:
             if key is None:

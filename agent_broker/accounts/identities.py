@@ -11,7 +11,7 @@ from sqlalchemy import bindparam, delete, select
 from sqlalchemy.orm import Session
 
 from agent_broker.accounts.models import IdentityLink, SpentToken
-from agent_broker.db.prepared import Prepared, dialect_insert
+from agent_broker.db.prepared import Prepared, inserting_unless_taken
 from agent_broker.problems import Problem, Reason
 
 _links = IdentityLink.__table__
@@ -20,19 +20,7 @@ _LINKED = Prepared(
         _links.c.issuer == bindparam("issuer"), _links.c.subject == bindparam("subject")
     )
 )
-_LINK = Prepared(
-    lambda dialect: (
-        dialect_insert(dialect, _links)
-        .values(
-            id=bindparam("id"),
-            issuer=bindparam("issuer"),
-            subject=bindparam("subject"),
-            account_id=bindparam("account_id"),
-            linked_at=bindparam("now"),
-        )
-        .on_conflict_do_nothing()
-    )
-)
+_LINK = inserting_unless_taken(_links)
 
 
 def linked_account(session: Session, issuer: str, subject: str) -> str | None:
@@ -48,7 +36,7 @@ def link(session: Session, issuer: str, subject: str, account_id: str, *, now: d
         issuer=issuer,
         subject=subject,
         account_id=account_id,
-        now=now,
+        linked_at=now,
     )
     linked = linked_account(session, issuer, subject)
     assert linked is not None
@@ -56,20 +44,7 @@ def link(session: Session, issuer: str, subject: str, account_id: str, *, now: d
 
 
 _spent = SpentToken.__table__
-_SPEND = Prepared(
-    lambda dialect: (
-        dialect_insert(dialect, _spent)
-        .values(
-            id=bindparam("id"),
-            issuer=bindparam("issuer"),
-            jti=bindparam("jti"),
-            spent_at=bindparam("now"),
-            expires_at=bindparam("expires_at"),
-        )
-        .on_conflict_do_nothing()
-        .returning(_spent.c.id)
-    )
-)
+_SPEND = inserting_unless_taken(_spent, returning=_spent.c.id)
 
 
 class OAuthTokenReplay(Problem):
@@ -89,7 +64,7 @@ def spend(session: Session, token: tuple[str, str, int], *, now: datetime) -> No
     issuer, jti, exp = token
     expires_at = datetime.fromtimestamp(min(max(exp, 0), LAST_SECOND), UTC)
     spent = _SPEND.one_or_none(
-        session, id=str(uuid.uuid4()), issuer=issuer, jti=jti, now=now, expires_at=expires_at
+        session, id=str(uuid.uuid4()), issuer=issuer, jti=jti, spent_at=now, expires_at=expires_at
     )
     if spent is None:
         raise OAuthTokenReplay()

@@ -204,16 +204,33 @@ class Prepared:
         return None if row is None else row[0]
 
 
-def inserting(table: Table, *, returning: bool = False) -> Prepared:
-    """INSERT of one row of `table`, every column bound by its key (an autoincrement key
-    left to the database); with `returning`, the row as written comes back."""
-    values = {
+def _every_column(table: Table) -> dict[str, Any]:
+    return {
         column.key: bindparam(column.key)
         for column in table.c
         if column is not table.autoincrement_column
     }
-    statement = insert(table).values(values)
+
+
+def inserting(table: Table, *, returning: bool = False) -> Prepared:
+    """INSERT of one row of `table`, every column bound by its key (an autoincrement key
+    left to the database); with `returning`, the row as written comes back."""
+    statement = insert(table).values(_every_column(table))
     return Prepared(statement.returning(*table.c) if returning else statement)
+
+
+def inserting_unless_taken(table: Table, *, returning: Any = None) -> Prepared:
+    """INSERT ... ON CONFLICT DO NOTHING of one row, every column bound by its key: a row
+    that a unique constraint already holds (or a concurrent insert is about to commit)
+    makes it insert nothing, without an error or a savepoint. With `returning` (a column),
+    one() / one_or_none() tell whether the row went in."""
+
+    def build(dialect_name: str) -> Any:
+        statement = dialect_insert(dialect_name, table).values(_every_column(table))
+        statement = statement.on_conflict_do_nothing()
+        return statement.returning(returning) if returning is not None else statement
+
+    return Prepared(build)
 
 
 def dialect_insert(dialect_name: str, table: Table) -> Any:

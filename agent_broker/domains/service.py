@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session
 
 from agent_broker.accounts.models import AccountRecord
 from agent_broker.config import Settings
-from agent_broker.db.prepared import Prepared, dialect_insert
+from agent_broker.db.prepared import Prepared, inserting_unless_taken
 from agent_broker.deals.errors import MissingDealRouteSelf
 from agent_broker.domains.models import DomainClaim, DomainGrant, DomainGrantDay
 from agent_broker.domains.registrable import NoRegistrableDomain, registrable_domain
@@ -48,33 +48,9 @@ _HAS_CLAIM_ON = Prepared(
         .label("claimed")
     )
 )
-_CLAIM = Prepared(
-    lambda dialect: (
-        dialect_insert(dialect, _claims)
-        .values(
-            id=bindparam("id"),
-            account_id=bindparam("account_id"),
-            domain=bindparam("domain"),
-            verified_at=bindparam("now"),
-        )
-        .on_conflict_do_nothing()
-    )
-)
-# Fails quietly (no row) when the account or the domain already has a grant row.
-_OWE_GRANT = Prepared(
-    lambda dialect: (
-        dialect_insert(dialect, _grants)
-        .values(
-            id=bindparam("id"),
-            account_id=bindparam("account_id"),
-            domain=bindparam("domain"),
-            status="pending",
-            claimed_at=bindparam("now"),
-            amount_micro=0,
-        )
-        .on_conflict_do_nothing()
-    )
-)
+_CLAIM = inserting_unless_taken(_claims)
+# Inserts nothing when the account or the domain already has a grant row.
+_OWE_GRANT = inserting_unless_taken(_grants)
 _GRANT_OF = Prepared(
     select(_grants.c.id, _grants.c.domain, _grants.c.status, _grants.c.amount_micro).where(
         _grants.c.account_id == bindparam("account_id")
@@ -91,11 +67,7 @@ _STILL_PENDING = Prepared(
     .where(_grants.c.id == bindparam("id"))
     .values(status="pending", amount_micro=0, paid_at=None)
 )
-_OPEN_DAY = Prepared(
-    lambda dialect: (
-        dialect_insert(dialect, _days).values(day=bindparam("day"), paid=0).on_conflict_do_nothing()
-    )
-)
+_OPEN_DAY = inserting_unless_taken(_days)
 _COUNT_PAID = Prepared(
     update(_days)
     .where(_days.c.day == bindparam("day"), _days.c.paid < bindparam("cap"))
@@ -207,11 +179,20 @@ def record_proof(
     """The write half of a successful verify: keep the claim, owe the grant if neither
     the account nor the domain ever had one, and pay what the account is owed unless
     the day's cap is reached. Returns the DomainVerification body."""
-    _CLAIM.execute(session, id=str(uuid.uuid4()), account_id=account_id, domain=domain, now=now)
+    _CLAIM.execute(
+        session, id=str(uuid.uuid4()), account_id=account_id, domain=domain, verified_at=now
+    )
     amount = settings.domain_grant_micro
     if amount > 0:
         _OWE_GRANT.execute(
-            session, id=str(uuid.uuid4()), account_id=account_id, domain=domain, now=now
+            session,
+            id=str(uuid.uuid4()),
+            account_id=account_id,
+            domain=domain,
+            status="pending",
+            claimed_at=now,
+            amount_micro=0,
+            paid_at=None,
         )
     grant = _GRANT_OF.one_or_none(session, account_id=account_id)
     outcome: dict[str, Any] = {"domain": domain, "verified": True, "granted": False}
@@ -240,7 +221,7 @@ def _pay(
             "detail": "Domain verified. This account already received its welcome credit.",
         }
     day = now.date().isoformat()
-    _OPEN_DAY.execute(session, day=day)
+    _OPEN_DAY.execute(session, day=day, paid=0)
     if _COUNT_PAID.one_or_none(session, day=day, cap=settings.domain_grant_daily_cap) is None:
         _STILL_PENDING.execute(session, id=paying.id)
         return {

@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session
 from agent_broker.config import Settings
 from agent_broker.db.dispatch import run
 from agent_broker.db.engine import Database
-from agent_broker.db.prepared import Prepared, dialect_insert, inserting
+from agent_broker.db.prepared import Prepared, inserting, inserting_unless_taken
 from agent_broker.db.session import transaction
 from agent_broker.http.outbound import OutboundClient
 from agent_broker.ledger import books
@@ -40,21 +40,7 @@ _BY_PROCESSOR_ID = Prepared(
         _invoices.c.processor_id == bindparam("processor_id"),
     )
 )
-_RECEIVE = Prepared(
-    lambda dialect: (
-        dialect_insert(dialect, _events)
-        .values(
-            id=bindparam("id"),
-            processor=bindparam("processor"),
-            event_key=bindparam("event_key"),
-            invoice_id=bindparam("invoice_id"),
-            credited_micro=bindparam("credited_micro"),
-            received_at=bindparam("now"),
-        )
-        .on_conflict_do_nothing()
-        .returning(_events.c.id)
-    )
-)
+_RECEIVE = inserting_unless_taken(_events, returning=_events.c.id)
 _PAID = Prepared(
     update(_invoices)
     .where(_invoices.c.id == bindparam("id"), _invoices.c.status == "open")
@@ -150,7 +136,7 @@ def receive(
         event_key=event_key,
         invoice_id=invoice.id,
         credited_micro=credited_micro,
-        now=now,
+        received_at=now,
     )
     if received is None:
         return Receipt(duplicate=True, credited_micro=0)

@@ -9,7 +9,10 @@ from typing import Any
 import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
+from sqlalchemy import select
 
+from agent_broker.ledger.models import JournalEntry, Posting
+from tests.helpers import Agent
 from tests.payments.fakes import FakeProcessors, fake_processors
 
 WEBHOOK_SECRET = "whsec-test-0123456789abcdef"
@@ -61,3 +64,41 @@ def app(make_payments_app: Callable[..., FastAPI]) -> FastAPI:
 def client(app: FastAPI) -> Iterator[TestClient]:
     with TestClient(app, raise_server_exceptions=False, client=SOURCE) as test_client:
         yield test_client
+
+
+def account(client: TestClient, agent: Agent) -> dict[str, Any]:
+    response = client.get("/v1/account", headers=agent.headers)
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def balance(client: TestClient, agent: Agent) -> int:
+    return account(client, agent)["balance_micro"]
+
+
+def funded(client: TestClient, agent: Agent) -> bool:
+    return account(client, agent)["reputation"]["funded"]
+
+
+def journal_payments(app: FastAPI, processor: str) -> list[dict[str, Any]]:
+    """The processor's payment journal entries, oldest first, with their postings."""
+    with app.state.db.reader() as session:
+        entries = session.scalars(
+            select(JournalEntry)
+            .where(JournalEntry.kind == f"{processor}_payment")
+            .order_by(JournalEntry.sequence)
+        ).all()
+        return [
+            {
+                "reference": entry.reference,
+                "real_money": entry.real_money,
+                "memo": entry.memo,
+                "postings": sorted(
+                    (p.account_code, p.amount_micro)
+                    for p in session.scalars(
+                        select(Posting).where(Posting.entry_sequence == entry.sequence)
+                    )
+                ),
+            }
+            for entry in entries
+        ]

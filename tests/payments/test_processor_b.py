@@ -17,11 +17,16 @@ from fastapi.testclient import TestClient
 from sqlalchemy import select
 
 from agent_broker.ledger import books
-from agent_broker.ledger.models import JournalEntry, Posting
 from agent_broker.logging import json_formatter
 from agent_broker.payments.models import Invoice, ProcessorEvent
 from tests.helpers import Agent, assert_problem, register
-from tests.payments.conftest import SOURCE, WEBHOOK_SECRET
+from tests.payments.conftest import (
+    SOURCE,
+    WEBHOOK_SECRET,
+    balance,
+    funded,
+    journal_payments,
+)
 from tests.payments.fakes import FakeProcessors, processor_b_callback
 
 BASE = "https://broker.test"  # public_base_url of the test settings
@@ -92,41 +97,8 @@ def assert_ok(response) -> None:  # type: ignore[no-untyped-def]
     assert response.headers["content-type"].startswith("text/plain")
 
 
-def account(client: TestClient, agent: Agent) -> dict[str, Any]:
-    response = client.get("/v1/account", headers=agent.headers)
-    assert response.status_code == 200, response.text
-    return response.json()
-
-
-def balance(client: TestClient, agent: Agent) -> int:
-    return account(client, agent)["balance_micro"]
-
-
-def funded(client: TestClient, agent: Agent) -> bool:
-    return account(client, agent)["reputation"]["funded"]
-
-
 def payments(app: FastAPI) -> list[dict[str, Any]]:
-    with app.state.db.reader() as session:
-        entries = session.scalars(
-            select(JournalEntry)
-            .where(JournalEntry.kind == "processor_b_payment")
-            .order_by(JournalEntry.sequence)
-        ).all()
-        return [
-            {
-                "reference": entry.reference,
-                "real_money": entry.real_money,
-                "memo": entry.memo,
-                "postings": sorted(
-                    (p.account_code, p.amount_micro)
-                    for p in session.scalars(
-                        select(Posting).where(Posting.entry_sequence == entry.sequence)
-                    )
-                ),
-            }
-            for entry in entries
-        ]
+    return journal_payments(app, "processor_b")
 
 
 def events(app: FastAPI) -> list[tuple[str, str, int]]:

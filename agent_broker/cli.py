@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import sys
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 import typer
@@ -13,6 +15,8 @@ from pydantic import ValidationError
 from agent_broker.config import Settings
 
 if TYPE_CHECKING:
+    from sqlalchemy.orm import Session
+
     from agent_broker.db.engine import Database
 
 app = typer.Typer(
@@ -137,7 +141,6 @@ def admin_credit(
 ) -> None:
     """Credit an account (journalled)."""
     from agent_broker import clock
-    from agent_broker.accounts.models import Account
     from agent_broker.ledger import books
     from agent_broker.ledger.service import credit, wallet
 
@@ -148,27 +151,19 @@ def admin_credit(
     if not reason.strip():
         typer.echo("--reason must not be empty", err=True)
         raise typer.Exit(2)
-    db = _open_database(_settings())
-    try:
-        with db.writer() as session:
-            if session.get(Account, account_id) is None:
-                typer.echo(f"no account {account_id}", err=True)
-                raise typer.Exit(1)
-            now = clock.now()
-            credit(
-                session,
-                account_id,
-                amount_micro,
-                source=books.OPERATOR,
-                kind="admin_credit",
-                memo=reason.strip(),
-                now=now,
-                real_money=real_money,
-            )
-            view = wallet(session, account_id, now=now)
-            session.commit()
-    finally:
-        db.dispose()
+    with _account_transaction(account_id) as session:
+        now = clock.now()
+        credit(
+            session,
+            account_id,
+            amount_micro,
+            source=books.OPERATOR,
+            kind="admin_credit",
+            memo=reason.strip(),
+            now=now,
+            real_money=real_money,
+        )
+        view = wallet(session, account_id, now=now)
     typer.echo(
         f"credited {amount_micro} µUSD to {account_id}; balance_micro={view.spendable_micro}"
         f" funded={str(view.funded).lower()}"
@@ -184,26 +179,35 @@ def admin_link_identity(
     """Let an identity-provider subject reach an account through dashboard sessions."""
     from agent_broker import clock
     from agent_broker.accounts import identities
-    from agent_broker.accounts.models import Account
 
     _require_uuid(account_id)
     if not issuer.strip() or not subject.strip():
         typer.echo("--issuer and --subject must not be empty", err=True)
         raise typer.Exit(2)
+    with _account_transaction(account_id) as session:
+        linked = identities.link(session, issuer, subject, account_id, now=clock.now())
+    if linked != account_id:
+        typer.echo(f"identity already linked to another account: {linked}", err=True)
+        raise typer.Exit(1)
+    typer.echo(f"identity {issuer} {subject} reaches account {account_id}")
+
+
+@contextmanager
+def _account_transaction(account_id: str) -> Iterator[Session]:
+    """A write transaction on the database, committed when the block ends, once the
+    account is known to exist (exit 1 otherwise)."""
+    from agent_broker.accounts.models import Account
+
     db = _open_database(_settings())
     try:
         with db.writer() as session:
             if session.get(Account, account_id) is None:
                 typer.echo(f"no account {account_id}", err=True)
                 raise typer.Exit(1)
-            linked = identities.link(session, issuer, subject, account_id, now=clock.now())
+            yield session
             session.commit()
     finally:
         db.dispose()
-    if linked != account_id:
-        typer.echo(f"identity already linked to another account: {linked}", err=True)
-        raise typer.Exit(1)
-    typer.echo(f"identity {issuer} {subject} reaches account {account_id}")
 
 
 def _require_uuid(account_id: str) -> None:

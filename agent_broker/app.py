@@ -10,6 +10,7 @@ from fastapi import FastAPI
 from starlette.types import ASGIApp
 
 from agent_broker import RELEASE_TAG
+from agent_broker.accounts.credentials import handle_for
 from agent_broker.accounts.dashboard import router as dashboard_router
 from agent_broker.accounts.routes import router as accounts_router
 from agent_broker.accounts.service import protocol_bindings
@@ -33,6 +34,10 @@ from agent_broker.meta.metrics import router as metrics_router
 from agent_broker.meta.routes import router as meta_router
 from agent_broker.payments.routes import dashboard as payments_dashboard_router
 from agent_broker.payments.routes import webhooks as webhooks_router
+from agent_broker.payments.x402.gate import X402
+from agent_broker.payments.x402.manifest import payable_operations
+from agent_broker.payments.x402.receipts import ReceiptMiddleware
+from agent_broker.payments.x402.routes import router as x402_router
 from agent_broker.problems import install_handlers
 from agent_broker.reputation.routes import router as reputation_router
 from agent_broker.threads.routes import router as threads_router
@@ -51,6 +56,7 @@ ROUTERS = (
     deals_router,
     reputation_router,
     meta_router,
+    x402_router,
     tokens_router,
     ledger_router,
 )
@@ -65,8 +71,11 @@ class BrokerAPI(FastAPI):
 
     def build_middleware_stack(self) -> ASGIApp:
         settings = self.state.settings
+        stack = super().build_middleware_stack()
+        if self.state.x402 is not None:
+            stack = ReceiptMiddleware(stack, lambda account_id: handle_for(settings, account_id))
         guarded = BodyGuardMiddleware(
-            super().build_middleware_stack(),
+            stack,
             max_bytes=settings.max_body_bytes,
             timeout=settings.body_timeout_seconds,
             base_url=lambda: settings.public_base_url,
@@ -76,7 +85,9 @@ class BrokerAPI(FastAPI):
     def openapi(self) -> dict[str, Any]:
         if self.openapi_schema is None:
             self.openapi_schema = finish_document(
-                super().openapi(), protocol_bindings=protocol_bindings(self.state.settings)
+                super().openapi(),
+                protocol_bindings=protocol_bindings(self.state.settings),
+                payable=self.state.payable if self.state.x402 is not None else (),
             )
         return self.openapi_schema
 
@@ -117,6 +128,8 @@ def create_app(settings: Settings | None = None, *, run_jobs: bool | None = None
     app.state.db = db
     app.state.rate_limiter = RateLimiter(settings)
     app.state.outbound = OutboundClient(OutboundPolicy.from_settings(settings))
+    app.state.x402 = X402.from_settings(settings)
+    app.state.payable = payable_operations(ROUTERS)
     app.state.operator_outbound = OutboundClient(OutboundPolicy.for_operator(settings))
     app.state.session_verifier = (
         JwtVerifier(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+import re
 from datetime import timedelta
 from functools import cached_property
 from typing import Literal
@@ -13,6 +14,10 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from agent_broker.ledger.pricing import DOMAIN_GRANT_MICRO
 
 DEV_KEY_HASH_SECRET = "development-only-key-hash-secret-change-me"
+
+
+def _is_evm_address(value: str) -> bool:
+    return re.fullmatch(r"0x[0-9a-fA-F]{40}", value) is not None
 
 
 class Settings(BaseSettings):
@@ -88,6 +93,20 @@ class Settings(BaseSettings):
     domain_grant_daily_cap: int = Field(default=100, ge=0)
     # Verify calls per account (each may fetch from the account's domain), `limits` notation.
     domain_verify_rate_limit: str = "10/hour"
+    # x402 payments on the payable routes (README "Paying per call with x402"). Off: no
+    # manifest and the payable routes answer 401 without a key, as without payments.
+    x402_enabled: bool = False
+    x402_facilitator_url: str = ""
+    # The wallet the payments are made out to (0x + 40 hex).
+    x402_pay_to: str = ""
+    x402_network: Literal["base", "base-sepolia"] = "base"
+    # The token contract; empty = USDC on the chosen network. Another token must have 6
+    # decimals (one unit = 1 µUSD) and its EIP-712 domain name and version set below.
+    x402_asset: str = ""
+    x402_asset_name: str = ""
+    x402_asset_version: str = ""
+    # Where the terms a payment accepts are published (the manifest's termsUrl); empty = none.
+    terms_url: str = ""
     # Largest request body accepted (413 beyond). The worst valid listing, 10,000 body and
     # 200 title characters outside the BMP each sent as a JSON surrogate-pair escape (12
     # bytes), is about 123 kB.
@@ -145,6 +164,24 @@ class Settings(BaseSettings):
                 )
             if values[2] and not values[2].startswith(schemes):
                 raise ValueError(f"BROKER_{prefix}_JWKS_URL must be an https:// or file:// URL")
+        return self
+
+    @model_validator(mode="after")
+    def _check_x402(self) -> Settings:
+        if not self.x402_enabled:
+            return self
+        schemes = ("https://",) + (("http://",) if self.env != "production" else ())
+        if not self.x402_facilitator_url.startswith(schemes):
+            raise ValueError("BROKER_X402_FACILITATOR_URL must be an https:// URL when x402 is on")
+        if not _is_evm_address(self.x402_pay_to):
+            raise ValueError("BROKER_X402_PAY_TO must be an address (0x and 40 hex digits)")
+        if self.x402_asset and not _is_evm_address(self.x402_asset):
+            raise ValueError("BROKER_X402_ASSET must be an address (0x and 40 hex digits)")
+        if self.x402_asset and not (self.x402_asset_name and self.x402_asset_version):
+            raise ValueError(
+                "BROKER_X402_ASSET_NAME and BROKER_X402_ASSET_VERSION (the token's EIP-712 "
+                "domain) are needed with BROKER_X402_ASSET"
+            )
         return self
 
     @property

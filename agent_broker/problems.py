@@ -157,12 +157,17 @@ def problem_type(base_url: str, reason: str) -> str:
     return f"{base_url.rstrip('/')}/problems/{reason}"
 
 
+def _title(status: int) -> str:
+    # The status text, except 402, whose problems all say what ran out.
+    return "Insufficient credits" if status == 402 else HTTPStatus(status).phrase
+
+
 def problem_body(
     base_url: str, status: int, reason: str, detail: str, extra: dict[str, Any] | None = None
 ) -> dict[str, Any]:
     body: dict[str, Any] = {
         "type": problem_type(base_url, reason),
-        "title": HTTPStatus(status).phrase,
+        "title": _title(status),
         "status": status,
         "detail": detail,
         "reason": reason,

@@ -26,6 +26,7 @@ A2A_BINDINGS = ("JSONRPC", "HTTP+JSON")
 __all__ = [
     "register",
     "register_once",
+    "open_account",
     "account_view",
     "profile_view",
     "set_contact",
@@ -53,6 +54,12 @@ def register(
     if accepted_terms is not True:
         raise TermsRequired()
     limiter.hit("register", settings.register_rate_limit, source)
+    return open_account(session, settings, now=now)
+
+
+def open_account(session: Session, settings: Settings, *, now: datetime) -> Registration:
+    """A new account with its key, wallet and reputation facets: registration's work, and
+    a first x402 payment's from a wallet never seen before."""
     account_id = str(uuid.uuid4())
     api_key = credentials.new_api_key()
     account = Account(

@@ -5,8 +5,9 @@ credential headers themselves.
 
 API keys (x-api-key), dashboard sessions and agent OAuth tokens (bearer JWTs, verified in
 agent_broker.http.identity before any database session opens) are the kinds resolved
-today; x402 payments plug in as a further kind. A policy that does not list a kind
-refuses it, so a route opens to a new kind only by saying so."""
+today, and x402 payments on the metered routes when payments are on (settled before the
+route's transaction opens, agent_broker.payments.x402). A policy that does not list a
+kind refuses it, so a route opens to a new kind only by saying so."""
 
 # No `from __future__ import annotations`: FastAPI must read the real annotations of the
 # dependency built per policy below, which name a local (the policy's session).
@@ -22,6 +23,8 @@ from agent_broker.accounts.caller import Caller, CredentialKind
 from agent_broker.db.dispatch import db_bound, run
 from agent_broker.db.session import read_session, transaction, write_session
 from agent_broker.http.identity import Identity, api_key_scheme, oauth_identity, session_identity
+from agent_broker.payments.x402.gate import challenge_problem, settled_payment
+from agent_broker.payments.x402.service import Settlement
 from agent_broker.problems import ApiKeyDisabled, Forbidden, IdentityConflict, Unauthorized
 
 __all__ = ["AuthPolicy", "Caller", "CredentialKind", "authenticated"]
@@ -53,7 +56,10 @@ def _resolve(
     presented: str | None,
     policy: AuthPolicy,
     identity: Identity | None = None,
+    paid: Settlement | None = None,
 ) -> Caller:
+    if paid is not None:
+        return _by_payment(session, paid)
     if identity is not None:
         caller = _by_identity(request, session, presented, identity)
     else:
@@ -68,6 +74,9 @@ def _by_key(
     request: Request, session: Session, presented: str | None, policy: AuthPolicy
 ) -> Caller:
     if not presented:
+        if policy.metered and request.app.state.x402 and "authorization" not in request.headers:
+            # No credential at all reached a payable route: offer to be paid instead.
+            raise challenge_problem(request)
         raise Unauthorized()
     if CredentialKind.api_key not in policy.kinds:
         raise Unauthorized("An API key is not accepted on this route.")
@@ -109,6 +118,20 @@ def _by_identity(
     return Caller(account=account, via=identity.via, scopes=identity.scopes, token=identity.token)
 
 
+def _by_payment(session: Session, paid: Settlement) -> Caller:
+    """The account a settled x402 payment credited (opened for it, for a new wallet)."""
+    account = credentials.account_by_id(session, paid.account_id)
+    if account is None:
+        raise Unauthorized("The account this payment credited no longer exists.")
+    if account.status != "active":
+        raise ApiKeyDisabled()
+    return Caller(account=account, via=CredentialKind.x402)
+
+
+async def _nothing() -> None:
+    return None
+
+
 def _bearer_dependency(policy: AuthPolicy) -> Any:
     """The bearer token a policy accepts: a session or an agent's OAuth token (no route
     takes both), or None: the route ignores the Authorization header."""
@@ -124,17 +147,20 @@ def _dependency(policy: AuthPolicy) -> Any:
         return _detached_dependency(policy)
     session_dependency = write_session if policy.writes else read_session
 
-    bearer_identity = _bearer_dependency(policy)
-    if bearer_identity is not None:
-        # The identity comes first: its keys may be fetched, with no database session open.
+    bearer_identity = _bearer_dependency(policy) or _nothing
+    payment = settled_payment if policy.metered else _nothing
+    if bearer_identity is not _nothing or payment is not _nothing:
+        # The identity and the payment come first: they may call out to the network (key
+        # sets, the facilitator), which happens with no database session open.
         @db_bound
         def resolve_caller(
             request: Request,
             identity: Annotated[Identity | None, Depends(bearer_identity)],
+            paid: Annotated[Settlement | None, Depends(payment)],
             session: Annotated[Session, Depends(session_dependency, scope="function")],
             presented: Annotated[str | None, Depends(api_key_scheme)],
         ) -> Caller:
-            return _resolve(request, session, presented, policy, identity)
+            return _resolve(request, session, presented, policy, identity, paid)
 
     else:
 
@@ -151,6 +177,9 @@ def _dependency(policy: AuthPolicy) -> Any:
 
 
 def _detached_dependency(policy: AuthPolicy) -> Any:
+    if policy.metered:
+        raise ValueError("a payable route cannot be detached (a payment settles before it)")
+
     async def resolve(request: Request, presented: str | None, identity: Identity | None) -> Caller:
         async with transaction(request.app.state.db, write=False) as session:
             return await run(session, _resolve, request, session, presented, policy, identity)

@@ -207,8 +207,41 @@ def with_body_limits(schema: dict[str, Any]) -> dict[str, Any]:
     return schema
 
 
-def finish_document(schema: dict[str, Any], *, protocol_bindings: Sequence[str]) -> dict[str, Any]:
+PAYMENT_CHALLENGE = (
+    "Insufficient credits. With no credential at all, the x402 payment challenge: the "
+    "offers in accepts[] (x402 v1) and in the base64 PAYMENT-REQUIRED header (v2). Pay "
+    "with X-PAYMENT or PAYMENT-SIGNATURE; a wallet's first payment opens an account and "
+    "returns its API key once, in the answer's new_account member."
+)
+
+
+def with_payment_challenges(
+    schema: dict[str, Any], payable: Sequence[tuple[str, str]]
+) -> dict[str, Any]:
+    """Declare 402, the payment challenge, on each payable operation."""
+    for method, path in payable:
+        responses = schema["paths"][path][method.lower()].setdefault("responses", {})
+        responses["402"] = {
+            "description": PAYMENT_CHALLENGE,
+            "headers": {
+                "PAYMENT-REQUIRED": {
+                    "description": "base64 JSON of the x402 v2 PaymentRequired",
+                    "schema": {"type": "string"},
+                }
+            },
+            "content": _PROBLEM_CONTENT,
+        }
+    return schema
+
+
+def finish_document(
+    schema: dict[str, Any],
+    *,
+    protocol_bindings: Sequence[str],
+    payable: Sequence[tuple[str, str]] = (),
+) -> dict[str, Any]:
     """The post-processing of the document FastAPI builds for one app."""
+    schema = with_payment_challenges(schema, payable)
     schema = without_framework_422(schema)
     schema = with_success_shapes_apart(schema)
     schema = with_body_limits(schema)

@@ -58,3 +58,29 @@ class ProcessorEvent(Base):
     invoice_id: Mapped[str] = mapped_column(ForeignKey("invoices.id"), index=True)
     credited_micro: Mapped[int] = mapped_column(BigInteger)
     received_at: Mapped[datetime] = mapped_column(UTCDateTime())
+
+
+class X402Payment(Base):
+    """One x402 payment authorization, claimed by its nonce before the facilitator is
+    asked, so the same authorization, sent again under either protocol version, is refused
+    however many arrive at once. A claim whose settlement failed is removed; a settled
+    one keeps the transaction and the account it credited."""
+
+    __tablename__ = "x402_payments"
+    __table_args__ = (
+        UniqueConstraint("nonce", name="uq_x402_payments_nonce"),
+        CheckConstraint("status IN ('pending', 'settled')", name="status"),
+        CheckConstraint("amount_micro > 0", name="positive"),
+    )
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    nonce: Mapped[str] = mapped_column(String(66))
+    payer: Mapped[str] = mapped_column(String(42), index=True)
+    network: Mapped[str] = mapped_column(String(30))
+    amount_micro: Mapped[int] = mapped_column(BigInteger)
+    x402_version: Mapped[int] = mapped_column(Integer)
+    status: Mapped[str] = mapped_column(String(10))
+    account_id: Mapped[str | None] = mapped_column(ForeignKey("accounts.id"), nullable=True)
+    transaction: Mapped[str | None] = mapped_column(String(100), nullable=True)
+    claimed_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    settled_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)

@@ -47,6 +47,8 @@ from tests.payments.conftest import (  # noqa: F401 - fixtures
     processors,
 )
 from tests.payments.fakes import processor_a_callback, processor_b_callback
+from tests.x402.conftest import facilitator, x402_settings  # noqa: F401 - fixtures
+from tests.x402.wallet import Wallet, pay_v1
 
 DOCUMENT_URI = "urn:agent-broker:openapi"
 # Routes of the app deliberately absent from the document (none today). A new route must
@@ -230,9 +232,10 @@ def _store_verdict(app: FastAPI, document: str) -> None:
 
 
 @pytest.fixture
-def app(make_app, outbound_settings, payment_settings):  # noqa: F811
-    # The domain proof reaches a local server; the processors are local fakes.
-    return make_app(**outbound_settings, **payment_settings)
+def app(make_app, outbound_settings, payment_settings, x402_settings):  # noqa: F811
+    # The domain proof reaches a local server; the processors and the x402 facilitator
+    # are local fakes.
+    return make_app(**outbound_settings, **payment_settings, **x402_settings)
 
 
 @pytest.fixture
@@ -364,7 +367,17 @@ def test_every_response_matches_the_document(
     fund(app, poster.account_id, 20_000_000, real_money=True)
     fund(app, opener.account_id, 5_000_000, real_money=True)
     api.post("/v1/listings", 400, poster, json=SELL)  # no Idempotency-Key
-    api.post_once("/v1/listings", 401, None, json=SELL)
+    # No credential at all: the x402 challenge; paid, a new account posts.
+    challenge = api.post_once("/v1/listings", 402, None, json=SELL).json()
+    payment = pay_v1(Wallet(), challenge["accepts"][2])
+    paid = api.post(
+        "/v1/listings",
+        201,
+        json=SELL,
+        headers={"X-PAYMENT": payment, "Idempotency-Key": new_key()},
+    )
+    assert paid.json()["new_account"]["api_key"]
+    api.get("/.well-known/x402")
     leak = {**SELL, "body": "Reach me at ops@agents.dev before we start."}
     api.post_once("/v1/listings", 422, poster, json=leak)
     listing = api.post_once("/v1/listings", 201, poster, json=SELL).json()

@@ -16,6 +16,7 @@ from sqlalchemy import select
 from agent_broker.ledger.models import JournalEntry
 from agent_broker.ledger.pricing import PACK_MICRO
 from tests.helpers import assert_problem, new_key, register
+from tests.http.test_auth_policy import PAYABLE as PAYABLE_OPERATIONS
 from tests.listings.conftest import LISTING
 from tests.x402.conftest import (
     BASE,
@@ -32,20 +33,7 @@ from tests.x402.conftest import (
 )
 from tests.x402.wallet import Wallet, pay_v1
 
-PAYABLE = [
-    ("POST", "/v1/listings"),
-    ("GET", "/v1/feed"),
-    ("GET", "/v1/listings/{listing_id}"),
-    ("POST", "/v1/listings/{listing_id}/threads"),
-    ("GET", "/v1/listings/{listing_id}/threads"),
-    ("GET", "/v1/threads/{thread_id}"),
-    ("POST", "/v1/threads/{thread_id}/offers"),
-    ("POST", "/v1/threads/{thread_id}/close"),
-    ("POST", "/v1/threads/{thread_id}/finalize"),
-    ("GET", "/v1/deals/{deal_id}"),
-    ("POST", "/v1/deals/{deal_id}/ratings"),
-    ("POST", "/v1/deals/{deal_id}/dispute"),
-]
+PAYABLE = sorted(PAYABLE_OPERATIONS)
 SOME_ID = "0b4e7c1e-2f0a-4d8e-9a51-6f2d3c4b5a69"
 TIERS = [("5000000", 10_000, True), ("50000000", 100_000, True), ("500000", 1_000, False)]
 

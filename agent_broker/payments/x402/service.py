@@ -159,6 +159,15 @@ async def _write(db: Database, fn, *args, **kwargs):  # type: ignore[no-untyped-
         return await run(session, fn, session, *args, **kwargs)
 
 
+async def _refused(db: Database, claim_id: str, reason: str, message: str) -> Exception:
+    """The facilitator said no: nothing moved, so the claim goes and the authorization may
+    be corrected and sent again; a nonce the chain already used is a replay, though."""
+    await _write(db, _release, claim_id)
+    if reason == ERR_NONCE_ALREADY_USED:
+        return X402PaymentReplay("This authorization's nonce is already used on the chain.")
+    return PaymentRefused(reason, message)
+
+
 async def settle(
     db: Database,
     settings: Settings,
@@ -179,10 +188,9 @@ async def settle(
             "The payment facilitator could not verify the payment; nothing was charged."
         ) from None
     if not verified.is_valid:
-        await _write(db, _release, claim_id)
-        if verified.invalid_reason == ERR_NONCE_ALREADY_USED:
-            raise X402PaymentReplay("This authorization's nonce is already used on the chain.")
-        raise PaymentRefused(
+        raise await _refused(
+            db,
+            claim_id,
             verified.invalid_reason or "invalid_payment",
             verified.invalid_message or "The facilitator refused the payment.",
         )
@@ -198,10 +206,9 @@ async def settle(
             "This authorization cannot be presented again."
         ) from None
     if not settled.success:
-        await _write(db, _release, claim_id)
-        if settled.error_reason == ERR_NONCE_ALREADY_USED:
-            raise X402PaymentReplay("This authorization's nonce is already used on the chain.")
-        raise PaymentRefused(
+        raise await _refused(
+            db,
+            claim_id,
             settled.error_reason or "settlement_failed",
             settled.error_message or "The facilitator could not settle the payment.",
         )

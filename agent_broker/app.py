@@ -14,6 +14,7 @@ from agent_broker.accounts.credentials import handle_for
 from agent_broker.accounts.dashboard import router as dashboard_router
 from agent_broker.accounts.routes import router as accounts_router
 from agent_broker.accounts.service import protocol_bindings
+from agent_broker.certification.routes import router as certification_router
 from agent_broker.config import Settings
 from agent_broker.db.engine import create_database
 from agent_broker.deals.routes import router as deals_router
@@ -50,6 +51,7 @@ ROUTERS = (
     threads_router,
     accounts_router,
     domains_router,
+    certification_router,
     dashboard_router,
     payments_dashboard_router,
     webhooks_router,

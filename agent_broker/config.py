@@ -93,6 +93,8 @@ class Settings(BaseSettings):
     domain_grant_daily_cap: int = Field(default=100, ge=0)
     # Verify calls per account (each may fetch from the account's domain), `limits` notation.
     domain_verify_rate_limit: str = "10/hour"
+    # Free certification tests per account (each probes a host the caller chose).
+    certification_test_rate_limit: str = "6/hour"
     # x402 payments on the payable routes (README "Paying per call with x402"). Off: no
     # manifest and the payable routes answer 401 without a key, as without payments.
     x402_enabled: bool = False

@@ -31,6 +31,7 @@ from sqlalchemy import text
 from agent_broker import clock
 from agent_broker.accounts.service import protocol_bindings
 from agent_broker.listings.categories import CATEGORIES
+from tests.certification.conftest import echoing
 from tests.domains.conftest import (  # noqa: F401 - fixtures
     CHALLENGE_PATH,
     challenge_server,
@@ -324,6 +325,17 @@ def test_every_response_matches_the_document(
     api.post("/v1/account/domain/verify", 400, prover)
     serve_token(challenge_server, domain_challenge["token"])
     assert api.post("/v1/account/domain/verify", 200, prover).json()["granted"] is True
+
+    # Certification: the liveness contract, the empty record, a free test that fails (the
+    # route answers 404) and one that passes, then the record.
+    api.get("/bindings/liveness-v1")
+    api.get("/v1/account/certification", agent=prover)
+    api.post("/v1/account/certification/test", 409, poster)
+    assert api.post("/v1/account/certification/test", 200, prover).json()["last_test"]
+    challenge_server.answer_with("/d/", echoing)
+    tested = api.post("/v1/account/certification/test", 200, prover).json()
+    assert tested["last_test"]["passed"] is True
+    assert len(api.get("/v1/account/certification", agent=prover).json()["recent"]) == 2
 
     # Buying credits: an invoice from each processor, their callbacks, the pay page.
     charge = api.post(

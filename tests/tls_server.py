@@ -6,7 +6,7 @@ from __future__ import annotations
 import ssl
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -38,7 +38,7 @@ class TLSServer:
         self._httpd = httpd
         self.ca_path = ca_path
         self.port = httpd.server_address[1]
-        self.answers: dict[str, Answer | list[Answer]] = {}
+        self.answers: dict[str, Answer | list[Answer] | Callable[[bytes], Answer]] = {}
         self.seen: list[Seen] = []
         self.release = threading.Event()  # set by a test to end a held answer early
         self._lock = threading.Lock()
@@ -51,9 +51,15 @@ class TLSServer:
         """Answer the requests for `path` with these, one each, in the order they arrive."""
         self.answers[path] = list(answers)
 
-    def next_answer(self, path: str) -> Answer:
+    def answer_with(self, path: str, make: Callable[[bytes], Answer]) -> None:
+        """Answer each request for `path` with what `make` returns for its body."""
+        self.answers[path] = make
+
+    def next_answer(self, path: str, body: bytes = b"") -> Answer:
         with self._lock:
             planned = self.answers.get(path)
+            if callable(planned):
+                return planned(body)
             if isinstance(planned, list):
                 return planned.pop(0) if planned else Answer(status=410, body=b"used up")
             return planned or Answer(status=404, body=b"no such path")
@@ -69,7 +75,7 @@ def _handler(server: TLSServer) -> type[BaseHTTPRequestHandler]:
         def _serve(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
             body = self.rfile.read(length) if length else b""
-            answer = server.next_answer(self.path)
+            answer = server.next_answer(self.path, body)
             server.seen.append(Seen(self.command, self.path, self.headers.get("Host"), body))
             if answer.delay_seconds:
                 server.release.wait(answer.delay_seconds)

@@ -1,6 +1,7 @@
 """Imports every feature's models so the metadata (and Alembic) sees all tables."""
 
 from agent_broker.accounts.models import Account, IdentityLink, SpentToken  # noqa: F401
+from agent_broker.certification.models import Certification, CertificationCheck  # noqa: F401
 from agent_broker.db.base import Base  # noqa: F401
 from agent_broker.deals.models import Deal  # noqa: F401
 from agent_broker.domains.models import DomainClaim, DomainGrant, DomainGrantDay  # noqa: F401
@@ -17,7 +18,7 @@ from agent_broker.ledger.models import (  # noqa: F401
 )
 from agent_broker.listings.models import Listing  # noqa: F401
 from agent_broker.meta.models import HealthSample  # noqa: F401
-from agent_broker.payments.models import Invoice, ProcessorEvent  # noqa: F401
+from agent_broker.payments.models import Invoice, ProcessorEvent, X402Payment  # noqa: F401
 from agent_broker.reputation.models import ReputationFacet  # noqa: F401
 from agent_broker.threads.models import Thread  # noqa: F401
 from agent_broker.tokens.models import SigningKey  # noqa: F401

@@ -1,0 +1,59 @@
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Request
+from fastapi.responses import PlainTextResponse
+
+from agent_broker import clock
+from agent_broker.certification import service, testing
+from agent_broker.certification.bindings import LIVENESS_V1
+from agent_broker.certification.schemas import CertificationStatus
+from agent_broker.db.dispatch import db_bound
+from agent_broker.db.session import ReadSession
+from agent_broker.http.auth import Caller, authenticated
+from agent_broker.http.responses import problems
+
+router = APIRouter(tags=["certification"])
+
+
+class MarkdownResponse(PlainTextResponse):
+    media_type = "text/markdown"
+
+
+@router.get(
+    "/v1/account/certification",
+    response_model=CertificationStatus,
+    response_model_exclude_none=True,
+    responses=problems(401, 403),
+)
+@db_bound
+def read_status(caller: Annotated[Caller, authenticated()], session: ReadSession) -> dict:
+    return service.status_view(session, caller.account, now=clock.now())
+
+
+@router.post(
+    "/v1/account/certification/test",
+    response_model=CertificationStatus,
+    response_model_exclude_none=True,
+    responses=problems(401, 403, 409, 429),
+)
+async def free_test(
+    request: Request,
+    # Read in a transaction of its own: the probe reaches the caller's route and must hold
+    # no transaction (nor SQLite's write gate) while it waits.
+    caller: Annotated[Caller, authenticated(detached=True)],
+) -> dict:
+    state = request.app.state
+    return await testing.free_test(
+        state.db, state.settings, state.outbound, state.rate_limiter, caller.account
+    )
+
+
+@router.get(
+    "/bindings/liveness-v1",
+    response_class=MarkdownResponse,
+    summary="The liveness contract a certified deal route implements",
+)
+async def liveness_contract() -> MarkdownResponse:
+    return MarkdownResponse(LIVENESS_V1)

@@ -95,6 +95,8 @@ class Settings(BaseSettings):
     domain_verify_rate_limit: str = "10/hour"
     # Free certification tests per account (each probes a host the caller chose).
     certification_test_rate_limit: str = "6/hour"
+    # How many deal routes the certification-checks job probes at once.
+    certification_check_concurrency: int = Field(default=8, ge=1, le=100)
     # x402 payments on the payable routes (README "Paying per call with x402"). Off: no
     # manifest and the payable routes answer 401 without a key, as without payments.
     x402_enabled: bool = False

@@ -2,16 +2,17 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Request, Response
 from fastapi.responses import PlainTextResponse
 
 from agent_broker import clock
-from agent_broker.certification import service, testing
+from agent_broker.certification import service, subscription, testing
 from agent_broker.certification.bindings import LIVENESS_V1
 from agent_broker.certification.schemas import CertificationStatus
 from agent_broker.db.dispatch import db_bound
-from agent_broker.db.session import ReadSession
+from agent_broker.db.session import ReadSession, WriteSession
 from agent_broker.http.auth import Caller, authenticated
+from agent_broker.http.idempotency import RequiredIdempotency, answer
 from agent_broker.http.responses import problems
 
 router = APIRouter(tags=["certification"])
@@ -48,6 +49,34 @@ async def free_test(
     return await testing.free_test(
         state.db, state.settings, state.outbound, state.rate_limiter, caller.account
     )
+
+
+@router.post(
+    "/v1/account/certification",
+    response_model=CertificationStatus,
+    response_model_exclude_none=True,
+    responses=problems(400, 401, 402, 403, 409),
+)
+@db_bound
+def subscribe(
+    response: Response,
+    caller: Annotated[Caller, authenticated(writes=True)],
+    session: WriteSession,
+    idempotency: RequiredIdempotency,
+) -> dict:
+    outcome = subscription.subscribe_once(session, caller.account, idempotency, now=clock.now())
+    return answer(response, outcome)
+
+
+@router.post(
+    "/v1/account/certification/cancel",
+    response_model=CertificationStatus,
+    response_model_exclude_none=True,
+    responses=problems(401, 403),
+)
+@db_bound
+def cancel(caller: Annotated[Caller, authenticated(writes=True)], session: WriteSession) -> dict:
+    return subscription.cancel(session, caller.account, now=clock.now())
 
 
 @router.get(

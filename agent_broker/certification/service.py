@@ -7,9 +7,10 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import bindparam, select, update
+from sqlalchemy import bindparam, or_, select, update
 from sqlalchemy.orm import Session
 
+from agent_broker.accounts import credentials
 from agent_broker.accounts.models import AccountRecord
 from agent_broker.certification.models import Certification, CertificationCheck
 from agent_broker.certification.probe import ProbeResult
@@ -69,7 +70,32 @@ def testable_route(session: Session, account: AccountRecord) -> str:
     return account.deal_route
 
 
-def _open_record(session: Session, account_id: str) -> None:
+_FOLLOW_ROUTE = Prepared(
+    update(_records)
+    .where(
+        _records.c.account_id == bindparam("account_id"),
+        or_(_records.c.window_route.is_(None), _records.c.window_route != bindparam("route")),
+    )
+    .values(window_route=bindparam("route"), window_started_at=bindparam("now"))
+)
+
+
+def account_row(session: Session, account_id: str) -> AccountRecord:
+    account = credentials.account_by_id(session, account_id)
+    assert account is not None  # a certification record's account exists (foreign key)
+    return account
+
+
+def record_of(session: Session, account_id: str) -> Any:
+    return _RECORD.one_or_none(session, account_id=account_id)
+
+
+def follow_route(session: Session, account_id: str, route: str, *, now: datetime) -> None:
+    """Make `route` the one whose checks count; a different route starts the window anew."""
+    _FOLLOW_ROUTE.execute(session, account_id=account_id, route=route, now=now)
+
+
+def open_record(session: Session, account_id: str) -> None:
     _OPEN_RECORD.execute(
         session,
         account_id=account_id,
@@ -108,7 +134,7 @@ def record_test(
     session: Session, account_id: str, route: str, result: ProbeResult, *, now: datetime
 ) -> None:
     """A free test: the record's last test, and a check that never counts for the badge."""
-    _open_record(session, account_id)
+    open_record(session, account_id)
     _LAST_TEST.execute(
         session,
         account_id=account_id,
@@ -126,7 +152,7 @@ def _iso(moment: datetime | None) -> str | None:
 
 
 def status_view(session: Session, account: AccountRecord, *, now: datetime) -> dict[str, Any]:
-    record = _RECORD.one_or_none(session, account_id=account.id)
+    record = record_of(session, account.id)
     recent = _RECENT.all(session, account_id=account.id)
     subscribed = bool(record and record.period_end and record.period_end > now)
     window_route = record.window_route if record else None

@@ -10,6 +10,8 @@ from datetime import datetime, timedelta
 from sqlalchemy.orm import Session
 
 from agent_broker.accounts.identities import forget_expired_tokens
+from agent_broker.certification.badge import badges_job
+from agent_broker.certification.checks import run_checks as certification_checks
 from agent_broker.config import Settings
 from agent_broker.deals.service import purge_due
 from agent_broker.idempotency.service import purge_expired
@@ -103,6 +105,18 @@ JOBS: dict[str, Job] = {
             timedelta(hours=1),
             _ledger_seal,
             "extend the journal's hash chain, re-verify it and store the ledger verdict",
+        ),
+        Job(
+            "certification-checks",
+            timedelta(hours=1),
+            certification_checks,
+            "renew certification periods that ended; probe every subscribed deal route",
+        ),
+        Job(
+            "certification-badges",
+            timedelta(days=1),
+            badges_job,
+            "recompute the daily certification badge from the last 7 days of checks",
         ),
         Job(
             "health-sample",

@@ -11,6 +11,7 @@ from sqlalchemy import bindparam, func, select, tuple_, update
 from sqlalchemy.orm import Session
 
 from agent_broker.accounts.models import AccountRecord
+from agent_broker.certification import badge as certification
 from agent_broker.db.base import UTCDateTime
 from agent_broker.db.prepared import Prepared, inserting
 from agent_broker.idempotency.service import IdempotencyKey, Outcome, run_once
@@ -118,7 +119,8 @@ def post(
         expires_at=now + ttl,
     )
     facet = reputation.facets(session, account_id).get(poster_role(listing))
-    standing = _standing(facet, funded) if facet is not None else None
+    certified = account_id in certification.certified_accounts(session, {account_id})
+    standing = _standing(facet, funded, certified) if facet is not None else None
     return listing_view(listing, now=now, standing=standing, with_body=True, with_avg_rating=False)
 
 
@@ -275,12 +277,13 @@ def mine(
 
 
 def _standings(session: Session, listings: Iterable[ListingLike]) -> dict[str, PosterStanding]:
-    """Each listing's poster standing, read in two queries for the whole page. A poster
+    """Each listing's poster standing, read in three queries for the whole page. A poster
     whose record cannot be read gets none, and the seller fields are then omitted."""
     listings = list(listings)
     posters = {row.poster_id for row in listings}
     facets = reputation.facets_for(session, posters)
     funded = ledger.funded_accounts(session, posters)
+    certified = certification.certified_accounts(session, posters)
     standings = {}
     # One standing per poster and role: a page often holds many listings of one poster.
     known: dict[tuple[str, str], PosterStanding | None] = {}
@@ -288,18 +291,23 @@ def _standings(session: Session, listings: Iterable[ListingLike]) -> dict[str, P
         key = (row.poster_id, poster_role(row))
         if key not in known:
             facet = facets.get(row.poster_id, {}).get(key[1])
-            known[key] = None if facet is None else _standing(facet, row.poster_id in funded)
+            known[key] = (
+                None
+                if facet is None
+                else _standing(facet, row.poster_id in funded, row.poster_id in certified)
+            )
         if (standing := known[key]) is not None:
             standings[row.id] = standing
     return standings
 
 
-def _standing(facet: dict[str, int], funded: bool) -> PosterStanding:
+def _standing(facet: dict[str, int], funded: bool, certified: bool) -> PosterStanding:
     return PosterStanding(
         rating_sum=facet["rating_sum"],
         rating_count=facet["rating_count"],
         finalized_count=facet["finalized_count"],
         funded=funded,
+        certified=certified,
     )
 
 

@@ -18,6 +18,7 @@ class PosterStanding:
     rating_count: int
     finalized_count: int
     funded: bool
+    certified: bool = False
 
 
 class ListingLike(Protocol):
@@ -80,4 +81,6 @@ def listing_view(
         view["seller_rating_count"] = standing.rating_count
         view["seller_funded"] = standing.funded
         view["seller_warm_start"] = standing.rating_count == 1 and standing.finalized_count == 0
+        if standing.certified:  # as on the reputation record: present only when true
+            view["seller_certified"] = True
     return view

@@ -12,6 +12,7 @@ from sqlalchemy.orm import Session, aliased
 from agent_broker import clock
 from agent_broker.accounts import directory
 from agent_broker.accounts.models import AccountRecord
+from agent_broker.certification import badge as certification
 from agent_broker.db.prepared import Prepared
 from agent_broker.domains import service as domains
 from agent_broker.ledger import service as ledger
@@ -92,10 +93,11 @@ def _standing(
     session: Session, created: dict[str, datetime], now: datetime
 ) -> dict[str, dict[str, Any]]:
     """Counters, flags and scorecard of each account (by id, with its creation time), in
-    four queries however many."""
+    five queries however many."""
     ids = set(created)
     funded = ledger.funded_accounts(session, ids)
     verified = domains.verified_accounts(session, ids)
+    certified = certification.certified_accounts(session, ids)
     evidence, sales_rows = _evidence(session, ids)
     sales: dict[str, dict[str, int]] = {}
     for row in sales_rows:
@@ -127,6 +129,9 @@ def _standing(
             "domain_verified": row.id in verified,
             "scorecard": card,
         }
+        if row.id in certified:  # present only when true (SPEC 2.3)
+            records[row.id]["certified"] = True
+            records[row.id]["certified_checked_on"] = certified[row.id].isoformat()
     return records
 
 

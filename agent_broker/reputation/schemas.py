@@ -4,7 +4,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from agent_broker.http.responses import Handle, Timestamp, UriReference, omitted_when_unset
+from agent_broker.http.responses import Day, Handle, Timestamp, UriReference, omitted_when_unset
 from agent_broker.listings.categories import CATEGORIES
 from agent_broker.reputation.scorecard import LATENCY_LABELS
 
@@ -61,6 +61,12 @@ class CounterpartyReputation(BaseModel):
     funded: bool
     domain_verified: bool
     scorecard: ReputationScorecard
+    certified: bool | None = omitted_when_unset(
+        description="Present only when true: the certification badge (liveness checks)"
+    )
+    certified_checked_on: Day | None = omitted_when_unset(
+        description="Present only when certified: the date of the daily badge update"
+    )
 
 
 class PublicReputation(CounterpartyReputation):

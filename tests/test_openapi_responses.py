@@ -336,6 +336,12 @@ def test_every_response_matches_the_document(
     tested = api.post("/v1/account/certification/test", 200, prover).json()
     assert tested["last_test"]["passed"] is True
     assert len(api.get("/v1/account/certification", agent=prover).json()["recent"]) == 2
+    # Subscribing: unfunded (the grant is not real money), then subscribed; canceled.
+    api.post_once("/v1/account/certification", 409, prover)
+    api.post("/v1/account/certification", 400, prover)  # no Idempotency-Key
+    fund(app, prover.account_id, 1, real_money=True)
+    api.post_once("/v1/account/certification", 200, prover)
+    assert api.post("/v1/account/certification/cancel", 200, prover).json()["renew"] is False
 
     # Buying credits: an invoice from each processor, their callbacks, the pay page.
     charge = api.post(

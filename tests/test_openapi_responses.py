@@ -329,6 +329,7 @@ def test_every_response_matches_the_document(
     # Certification: the liveness contract, the empty record, a free test that fails (the
     # route answers 404) and one that passes, then the record.
     api.get("/bindings/liveness-v1")
+    api.get("/bindings/webhook-v1")
     api.get("/v1/account/certification", agent=prover)
     api.post("/v1/account/certification/test", 409, poster)
     assert api.post("/v1/account/certification/test", 200, prover).json()["last_test"]

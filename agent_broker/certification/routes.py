@@ -7,7 +7,7 @@ from fastapi.responses import PlainTextResponse
 
 from agent_broker import clock
 from agent_broker.certification import service, subscription, testing
-from agent_broker.certification.bindings import LIVENESS_V1
+from agent_broker.certification.bindings import LIVENESS_V1, WEBHOOK_V1
 from agent_broker.certification.schemas import CertificationStatus
 from agent_broker.db.dispatch import db_bound
 from agent_broker.db.session import ReadSession, WriteSession
@@ -86,3 +86,12 @@ def cancel(caller: Annotated[Caller, authenticated(writes=True)], session: Write
 )
 async def liveness_contract() -> MarkdownResponse:
     return MarkdownResponse(LIVENESS_V1)
+
+
+@router.get(
+    "/bindings/webhook-v1",
+    response_class=MarkdownResponse,
+    summary="The webhook-v1 deal-route binding: how a deal event is delivered",
+)
+async def webhook_binding() -> MarkdownResponse:
+    return MarkdownResponse(WEBHOOK_V1)

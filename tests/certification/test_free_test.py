@@ -127,3 +127,11 @@ def test_six_tests_an_hour_then_429(app, client, challenge_server, prover):
 def test_the_routes_need_a_key(client):
     assert_problem(client.get("/v1/account/certification"), 401, "unauthorized")
     assert_problem(client.post("/v1/account/certification/test"), 401, "unauthorized")
+
+
+def test_the_webhook_binding_is_published(client):
+    response = client.get("/bindings/webhook-v1")
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("text/markdown")
+    for promise in ("counterparty_endpoint", "Authorization: Bearer", "svc.deal.v1", "event_id"):
+        assert promise in response.text

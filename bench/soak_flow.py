@@ -1,7 +1,7 @@
 """What each soak client does: one round calls every write route of the interface once or
 more (register, contact, route, post, open twice, offers, close, finalize, ratings,
-dispute, attestations, key rotation and disabling), and keeps the money each of its
-accounts should hold.
+dispute, attestations, certification cancel, key rotation and disabling), and keeps the
+money each of its accounts should hold.
 
 A client owns three funded accounts: two trade with each other, swapping sides every
 round, and a rival opens a competing thread that it closes itself on even rounds and that
@@ -36,12 +36,14 @@ DISPUTE = "/v1/deals/{deal_id}/dispute"
 ATTESTATION = "/v1/account/reputation/attestation"
 ROTATE = "/dashboard/keys/rotate"
 DISABLE = "/dashboard/keys"
+CERTIFICATION_CANCEL = "/v1/account/certification/cancel"
 
 # Every write operation a round makes, as "METHOD path template".
 WRITE_ROUTES = frozenset(
     {f"POST {REGISTER}", f"PUT {CONTACT}", f"PUT {ROUTE}", f"POST {LISTINGS}"}
     | {f"POST {route}" for route in (THREADS, OFFERS, CLOSE, FINALIZE, RATINGS, DISPUTE)}
     | {f"POST {ATTESTATION}", f"POST {ROTATE}", f"POST {DISABLE}"}
+    | {f"POST {CERTIFICATION_CANCEL}"}
 )
 # Write routes the soak leaves to tests of their own, and why.
 DRIVEN_ELSEWHERE = {
@@ -50,6 +52,10 @@ DRIVEN_ELSEWHERE = {
     "POST /dashboard/credits": "calls a processor's API (tests/payments)",
     "POST /webhooks/processor-a": "called by the processor (tests/payments races redeliveries)",
     "POST /webhooks/processor-b": "called by the processor (tests/payments races redeliveries)",
+    "POST /v1/account/certification/test": "probes the account's deal route, an outside "
+    "HTTPS host (tests/certification)",
+    "POST /v1/account/certification": "needs a passing probe of an outside HTTPS deal route "
+    "(tests/certification renews and lapses it through whole periods)",
 }
 PROOF_BUDGET = 100  # the service allows 120 proof mints per account per hour
 AUDIENCE = "https://verifier.agents.dev"
@@ -138,6 +144,8 @@ async def trade_round(caller: Caller, trader: Trader) -> None:
     if newcomer is not None:
         trader.newcomers.append(newcomer.account_id)
         await attest(caller, newcomer, proof=False)
+        # Nothing to cancel: naturally idempotent, it answers the (empty) status record.
+        await caller.call("POST", CERTIFICATION_CANCEL, api_key=newcomer.api_key, expect=(200,))
         await retire(caller, newcomer)
     # Profiles change while trading; they stay complete, so threads may still open.
     if not (
@@ -165,7 +173,8 @@ async def trade_round(caller: Caller, trader: Trader) -> None:
     if deal_id is None:
         return
     trader.deals += 1
-    await feedback(caller, seller, buyer, deal_id, dispute=n % 3 == 0)
+    # From the first round on, so even a short run disputes.
+    await feedback(caller, seller, buyer, deal_id, dispute=n % 3 == 1)
     await attest(caller, seller, proof=False)
     await attest(caller, buyer, proof=n % 4 == 0)
 

@@ -86,8 +86,15 @@ def account_row(session: Session, account_id: str) -> AccountRecord:
     return account
 
 
-def record_of(session: Session, account_id: str) -> Any:
-    return _RECORD.one_or_none(session, account_id=account_id)
+_RECORD_LOCKED = Prepared(
+    select(_records).where(_records.c.account_id == bindparam("account_id")).with_for_update()
+)
+
+
+def record_of(session: Session, account_id: str, *, lock: bool = False) -> Any:
+    """The account's record; `lock` holds its row until the transaction ends (PostgreSQL;
+    SQLite's writers are one at a time anyway), so two charges of one period cannot race."""
+    return (_RECORD_LOCKED if lock else _RECORD).one_or_none(session, account_id=account_id)
 
 
 def follow_route(session: Session, account_id: str, route: str, *, now: datetime) -> None:

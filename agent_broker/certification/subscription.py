@@ -91,7 +91,7 @@ def subscribe(session: Session, account: AccountRecord, *, now: datetime) -> dic
     route = service.testable_route(session, account)
     if not ledger.is_funded(session, account.id):
         raise CertificationUnfunded()
-    record = service.record_of(session, account.id)
+    record = service.record_of(session, account.id, lock=True)
     if record is None or not _passed_recently(record, route, now):
         raise CertificationTestRequired()
     if record.period_end is not None and record.period_end > now:
@@ -123,7 +123,11 @@ def renew_due(session: Session, *, now: datetime) -> tuple[int, int]:
     """Charge the next period of every renewing subscription whose period has ended; a
     short balance ends renewal instead. Returns (renewed, lapsed)."""
     renewed = lapsed = 0
-    for due in _DUE.all(session, now=now):
+    for listed in _DUE.all(session, now=now):
+        # Read again under the row's lock: a subscribe may have charged meanwhile.
+        due = service.record_of(session, listed.account_id, lock=True)
+        if not (due.renew and due.period_end <= now):
+            continue
         # Back to back with the period that ended, unless a whole period was missed.
         start = due.period_end if due.period_end > now - PERIOD else now
         try:

@@ -4,7 +4,11 @@ renewal back to back, and a lapse on a short balance."""
 
 from __future__ import annotations
 
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
+
+import httpx
 
 from agent_broker import clock
 from tests.certification.conftest import (
@@ -147,3 +151,24 @@ def test_subscribing_needs_an_api_key_and_an_idempotency_key(client, prover):
     missing = client.post("/v1/account/certification", headers=prover.headers)
     assert missing.status_code == 400
     assert_problem(client.post("/v1/account/certification/cancel"), 401, "unauthorized")
+
+
+def test_concurrent_subscribes_charge_one_period(app, challenge_server, live_server, prover):
+    with httpx.Client(base_url=live_server) as http:
+        fund(app, prover.account_id, 3 * PERIOD_MICRO, real_money=True)
+        answer_liveness(challenge_server)
+        assert (
+            http.post("/v1/account/certification/test", headers=prover.headers).status_code == 200
+        )
+        barrier = threading.Barrier(8)
+
+        def attempt(_: int) -> int:
+            barrier.wait()
+            headers = {**prover.headers, "Idempotency-Key": new_key()}
+            return http.post("/v1/account/certification", headers=headers).status_code
+
+        with ThreadPoolExecutor(8) as pool:
+            statuses = list(pool.map(attempt, range(8)))
+        assert statuses == [200] * 8
+        account = http.get("/v1/account", headers=prover.headers).json()
+    assert account["balance_micro"] == 2 * PERIOD_MICRO

@@ -7,25 +7,22 @@ from pydantic import BaseModel, Field
 from agent_broker.http.responses import Timestamp, Uri, omitted_when_unset
 
 
-class CheckResult(BaseModel):
-    at: Timestamp
-    kind: str = Field(description="`test` (free, never counted) or `scheduled`")
-    route: Uri
-    passed: bool
-    status_code: int | None = omitted_when_unset(
-        description="the route's HTTP status, if it answered"
-    )
-    detail: str
-
-
 class LastTest(BaseModel):
+    """One probe's outcome."""
+
     at: Timestamp
-    route: Uri
+    route: Uri | None = omitted_when_unset(
+        description="the route probed; absent when the account had none to probe"
+    )
     passed: bool
     status_code: int | None = omitted_when_unset(
         description="the route's HTTP status, if it answered"
     )
     detail: str
+
+
+class CheckResult(LastTest):
+    kind: str = Field(description="`test` (free, never counted) or `scheduled`")
 
 
 class CertificationStatus(BaseModel):

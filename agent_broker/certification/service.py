@@ -195,7 +195,7 @@ def status_view(session: Session, account: AccountRecord, *, now: datetime) -> d
             {
                 "at": _iso(check.checked_at),
                 "kind": check.kind,
-                "route": check.route,
+                "route": check.route or None,
                 "passed": check.passed,
                 "status_code": check.status_code,
                 "detail": check.detail,

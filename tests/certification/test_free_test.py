@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import json
 import re
+import threading
+import time
 
+import httpx
 from sqlalchemy import func, select
 
 from agent_broker.certification.models import CertificationCheck
@@ -135,3 +138,31 @@ def test_the_webhook_binding_is_published(client):
     assert response.headers["content-type"].startswith("text/markdown")
     for promise in ("counterparty_endpoint", "Authorization: Bearer", "svc.deal.v1", "event_id"):
         assert promise in response.text
+
+
+def test_a_stalled_route_holds_no_database_lock_during_a_free_test(
+    app, challenge_server, live_server, prover
+):
+    challenge_server.answer(ROUTE_PATH, Answer(body=b"{}", delay_seconds=3))
+    with httpx.Client(base_url=live_server, timeout=20) as http:
+        tested: list[httpx.Response] = []
+        probe = threading.Thread(
+            target=lambda: tested.append(
+                http.post("/v1/account/certification/test", headers=prover.headers)
+            )
+        )
+        probe.start()
+        try:
+            deadline = time.monotonic() + 5
+            while ROUTE_PATH not in challenge_server.paths_seen() and time.monotonic() < deadline:
+                time.sleep(0.02)
+            started = time.monotonic()
+            registered = http.post("/v1/account/register", json={"accepted_terms": True})
+            assert registered.status_code == 201
+            assert time.monotonic() - started < 1.5
+            assert probe.is_alive()  # the probe was still waiting meanwhile
+        finally:
+            challenge_server.release.set()
+            probe.join(timeout=15)
+    assert tested[0].status_code == 200
+    assert tested[0].json()["last_test"]["passed"] is False

@@ -33,6 +33,7 @@ from agent_broker.logging import configure as configure_logging
 from agent_broker.meta.metrics import Metrics
 from agent_broker.meta.metrics import router as metrics_router
 from agent_broker.meta.routes import router as meta_router
+from agent_broker.meta.well_known import router as discovery_router
 from agent_broker.payments.routes import dashboard as payments_dashboard_router
 from agent_broker.payments.routes import webhooks as webhooks_router
 from agent_broker.payments.x402.gate import X402
@@ -42,6 +43,7 @@ from agent_broker.payments.x402.routes import router as x402_router
 from agent_broker.problems import install_handlers
 from agent_broker.reputation.routes import router as reputation_router
 from agent_broker.threads.routes import router as threads_router
+from agent_broker.tokens.keys import card_signer_for
 from agent_broker.tokens.routes import router as tokens_router
 
 # Every feature's routes, in the order they are matched: the trading routes first, since
@@ -58,6 +60,7 @@ ROUTERS = (
     deals_router,
     reputation_router,
     meta_router,
+    discovery_router,
     x402_router,
     tokens_router,
     ledger_router,
@@ -131,6 +134,7 @@ def create_app(settings: Settings | None = None, *, run_jobs: bool | None = None
     app.state.rate_limiter = RateLimiter(settings)
     app.state.outbound = OutboundClient(OutboundPolicy.from_settings(settings))
     app.state.x402 = X402.from_settings(settings)
+    app.state.card_signer = card_signer_for(settings)
     app.state.payable = payable_operations(ROUTERS)
     app.state.operator_outbound = OutboundClient(OutboundPolicy.for_operator(settings))
     app.state.session_verifier = (

@@ -33,6 +33,14 @@ class Settings(BaseSettings):
     # Ed25519 secret for PASETO v4.public (hex or PEM); empty in development = generated
     # once and kept under var_dir.
     signing_key: str = ""
+    # Ed25519 secret the agent card is signed with (JWS, /.well-known/jwks.json): the same
+    # formats; required in production, generated once under var_dir elsewhere.
+    card_signing_key: str = ""
+    # Published in /.well-known/security.txt (e.g. mailto:security@example.com); empty =
+    # no security.txt.
+    security_contact: str = ""
+    # Who runs this deployment, as the agent card's provider names it.
+    operator_name: str = "agent-broker"
     var_dir: str = "./var"
     # Comma-separated addresses or CIDR ranges whose X-Forwarded-For is believed.
     trusted_proxies: str = ""
@@ -215,6 +223,8 @@ class Settings(BaseSettings):
             problems.append("BROKER_KEY_HASH_SECRET must be set to a secret of 32+ characters")
         if not self.signing_key:
             problems.append("BROKER_SIGNING_KEY must be set")
+        if not self.card_signing_key:
+            problems.append("BROKER_CARD_SIGNING_KEY must be set")
         if self.database_url.startswith("sqlite") and "/./var/" in self.database_url:
             problems.append("BROKER_DATABASE_URL must be set explicitly")
         if self.allow_private_fetch:

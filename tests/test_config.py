@@ -13,6 +13,13 @@ def test_production_refuses_development_secrets():
         Settings(env="production", signing_key="x", database_url="postgresql+psycopg://db/b")
     with pytest.raises(ValidationError, match="BROKER_SIGNING_KEY"):
         Settings(env="production", key_hash_secret=STRONG, database_url="postgresql+psycopg://db/b")
+    with pytest.raises(ValidationError, match="BROKER_CARD_SIGNING_KEY"):
+        Settings(
+            env="production",
+            key_hash_secret=STRONG,
+            signing_key="x",
+            database_url="postgresql+psycopg://db/b",
+        )
     with pytest.raises(ValidationError, match="BROKER_ALLOW_PRIVATE_FETCH"):
         Settings(
             env="production",
@@ -28,6 +35,7 @@ def test_production_starts_with_real_secrets():
         env="production",
         key_hash_secret=STRONG,
         signing_key="x",
+        card_signing_key="y",
         database_url="postgresql+psycopg://db/b",
     )
     assert not settings.is_sqlite

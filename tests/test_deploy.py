@@ -69,10 +69,11 @@ def test_the_env_example_names_real_settings_and_cannot_start_production_as_it_i
     fields = {f"BROKER_{name.upper()}" for name in Settings.model_fields}
     assert set(example) <= fields, set(example) - fields
     required = {"BROKER_ENV", "BROKER_DATABASE_URL", "BROKER_PUBLIC_BASE_URL"}
-    assert required | {"BROKER_KEY_HASH_SECRET", "BROKER_SIGNING_KEY"} <= set(example)
+    secrets = {"BROKER_KEY_HASH_SECRET", "BROKER_SIGNING_KEY", "BROKER_CARD_SIGNING_KEY"}
+    assert required | secrets <= set(example)
     assert example["BROKER_ENV"] == "production"
     # Placeholders only: copied unchanged, production refuses to start.
-    assert example["BROKER_KEY_HASH_SECRET"] == example["BROKER_SIGNING_KEY"] == "CHANGE-ME"
+    assert {example[name] for name in secrets} == {"CHANGE-ME"}
     with pytest.raises(ValidationError, match="BROKER_KEY_HASH_SECRET"):
         Settings(**{name.removeprefix("BROKER_").lower(): v for name, v in example.items()})
 

@@ -24,6 +24,7 @@ from agent_broker.config import Settings
 log = structlog.get_logger("agent_broker.tokens")
 
 KEY_FILE_NAME = "signing-key.pem"
+CARD_KEY_FILE_NAME = "card-signing-key.pem"
 _HEX_SEED = re.compile(r"[0-9a-fA-F]{64}")
 
 
@@ -96,11 +97,26 @@ def parse_secret(text: str) -> Ed25519PrivateKey:
 def signer_for(settings: Settings) -> Signer:
     """The signer the settings call for: BROKER_SIGNING_KEY when set, else the development
     key file (created on first use). Raises SigningKeyError when unusable."""
-    if settings.signing_key:
-        return Signer.from_private_key(parse_secret(settings.signing_key))
+    return _signer(settings, settings.signing_key, "BROKER_SIGNING_KEY", KEY_FILE_NAME)
+
+
+def card_signer_for(settings: Settings) -> Signer:
+    """The agent card's own key (BROKER_CARD_SIGNING_KEY), kept apart from the token key
+    so either can be rotated alone; the same formats and development file rule."""
+    return _signer(
+        settings, settings.card_signing_key, "BROKER_CARD_SIGNING_KEY", CARD_KEY_FILE_NAME
+    )
+
+
+def _signer(settings: Settings, secret: str, name: str, file_name: str) -> Signer:
+    if secret:
+        try:
+            return Signer.from_private_key(parse_secret(secret))
+        except SigningKeyError as exc:
+            raise SigningKeyError(str(exc).replace("BROKER_SIGNING_KEY", name)) from None
     if settings.env == "production":
-        raise SigningKeyError("BROKER_SIGNING_KEY must be set in production")
-    return Signer.from_private_key(load_or_create_key_file(key_file(settings.var_dir)))
+        raise SigningKeyError(f"{name} must be set in production")
+    return Signer.from_private_key(load_or_create_key_file(Path(settings.var_dir) / file_name))
 
 
 def key_file(var_dir: str | Path) -> Path:

@@ -501,6 +501,7 @@ def test_production_refuses_a_plain_http_key_set_and_accepts_https_and_file():
         "env": "production",
         "key_hash_secret": STRONG,
         "signing_key": "x",
+        "card_signing_key": "y",
         "database_url": "postgresql+psycopg://db/b",
         "idp_issuer": ISSUER,
         "idp_audience": AUDIENCE,

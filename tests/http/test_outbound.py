@@ -658,6 +658,7 @@ def _production(**overrides: Any) -> Settings:
         env="production",
         key_hash_secret=STRONG,
         signing_key="x",
+        card_signing_key="y",
         database_url="postgresql+psycopg://db/b",
         **overrides,
     )

@@ -30,6 +30,7 @@ PRODUCTION = {
     "env": "production",
     "key_hash_secret": "production-key-hash-secret-0123456789abcdef",
     "signing_key": "5e" * 32,
+    "card_signing_key": "6f" * 32,
 }
 TICKERS = {
     "usdttrc20": "trc20/usdt",

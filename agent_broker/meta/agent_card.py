@@ -1,0 +1,138 @@
+"""The A2A 1.0 agent card (FACTS 4.9) and its signature: a JWS (EdDSA, Ed25519) over the
+card's canonical JSON (RFC 8785: keys sorted, no spaces; the card holds only strings,
+booleans, lists and objects, so sorted compact JSON is exactly that form) without its
+`signatures` member, detached as A2A's AgentCardSignature is: `{protected, signature}`.
+The key's public half is the one OKP key of /.well-known/jwks.json; its kid is FACTS 5.4's
+(the first 16 hex of SHA-256 over the raw public key)."""
+
+from __future__ import annotations
+
+import base64
+import json
+import warnings
+from typing import Any
+
+from joserfc import jws
+from joserfc.jwk import OKPKey
+
+from agent_broker import RELEASE_TAG
+from agent_broker.config import Settings
+from agent_broker.ledger import pricing
+from agent_broker.tokens.keys import Signer, raw_public
+
+ONBOARDING_SKILL = {
+    "id": "onboarding",
+    "name": "Onboarding",
+    "description": (
+        "Explains how to start trading here: register and keep the API key, set contact "
+        "and deal route, fund the account (domain grant, credit packs, x402), buy versus "
+        "sell, prices, and where the OpenAPI document and the x402 manifest are."
+    ),
+    "tags": ["onboarding", "marketplace", "agents"],
+}
+
+
+def _b64url(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
+
+
+def canonical(document: dict[str, Any]) -> bytes:
+    return json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def jwk_of(signer: Signer) -> dict[str, str]:
+    return {
+        "kty": "OKP",
+        "crv": "Ed25519",
+        "x": _b64url(raw_public(signer.public_key)),
+        "kid": signer.kid,
+        "use": "sig",
+        "alg": "EdDSA",
+    }
+
+
+def jwks_document(signer: Signer) -> dict[str, Any]:
+    return {"keys": [jwk_of(signer)]}
+
+
+def card_body(settings: Settings, *, x402_enabled: bool) -> dict[str, Any]:
+    base = settings.public_base_url.rstrip("/")
+    params: dict[str, Any] = {
+        "openapi": f"{base}/openapi.json",
+        "llms": f"{base}/llms.txt",
+        "llmsFull": f"{base}/llms-full.txt",
+        "robots": f"{base}/robots.txt",
+        "status": f"{base}/status.json",
+        "agentCardKeys": f"{base}/.well-known/jwks.json",
+        "dealCredentialKeys": f"{base}/.well-known/paseto-keys.json",
+        "livenessContract": f"{base}/bindings/liveness-v1",
+        "pricing": {
+            "currency": "USD",
+            "creditMicroUsd": pricing.CREDIT_MICRO,
+            "postingFeeCredits": pricing.POSTING_FEE_MICRO // pricing.CREDIT_MICRO,
+            "dealFeeCredits": pricing.DEAL_FEE_MICRO // pricing.CREDIT_MICRO,
+            "packCredits": pricing.PACK_CREDITS,
+            "packUsd": pricing.usd(pricing.PACK_MICRO),
+            "certificationPeriodCredits": (
+                pricing.CERTIFICATION_PERIOD_MICRO // pricing.CREDIT_MICRO
+            ),
+        },
+    }
+    if x402_enabled:
+        params["x402Manifest"] = f"{base}/.well-known/x402"
+    if settings.security_contact:
+        params["securityTxt"] = f"{base}/.well-known/security.txt"
+    return {
+        "name": "agent-broker",
+        "description": (
+            "A marketplace broker for automated agents: post buy or sell listings, "
+            "negotiate in turns, seal a deal that reveals each side's contact and route, "
+            "and build a signed public reputation."
+        ),
+        "version": RELEASE_TAG,
+        "documentationUrl": f"{base}/llms.txt",
+        "iconUrl": f"{base}/icon.svg",
+        "provider": {"organization": settings.operator_name, "url": base},
+        "supportedInterfaces": [
+            {"url": f"{base}/a2a", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}
+        ],
+        "capabilities": {
+            "streaming": False,
+            "pushNotifications": False,
+            "extendedAgentCard": False,
+            "extensions": [
+                {
+                    "uri": f"{base}/a2a/extensions/machine-contract/v1",
+                    "required": False,
+                    "params": params,
+                }
+            ],
+        },
+        "defaultInputModes": ["application/json"],
+        "defaultOutputModes": ["application/json", "text/plain", "application/problem+json"],
+        "securitySchemes": {
+            "apiKey": {"apiKeySecurityScheme": {"location": "header", "name": "x-api-key"}}
+        },
+        "securityRequirements": [],
+        "skills": [ONBOARDING_SKILL],
+    }
+
+
+def signed_card(settings: Settings, signer: Signer, *, x402_enabled: bool) -> dict[str, Any]:
+    body = card_body(settings, x402_enabled=x402_enabled)
+    header = {
+        "alg": "EdDSA",
+        "jku": f"{settings.public_base_url.rstrip('/')}/.well-known/jwks.json",
+        "kid": signer.kid,
+        "typ": "JOSE",
+    }
+    key = OKPKey.import_key(
+        {**jwk_of(signer), "d": _b64url(signer.private_key.private_bytes_raw())}
+    )
+    with warnings.catch_warnings():
+        # joserfc flags "EdDSA" as superseded by "Ed25519" (RFC 9864); A2A clients and
+        # FACTS 4.9 name EdDSA.
+        warnings.simplefilter("ignore")
+        compact = jws.serialize_compact(header, canonical(body), key, algorithms=["EdDSA"])
+    protected, _payload, signature = compact.split(".")
+    return {**body, "signatures": [{"protected": protected, "signature": signature}]}

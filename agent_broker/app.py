@@ -30,6 +30,9 @@ from agent_broker.ledger.routes import router as ledger_router
 from agent_broker.ledger.verdict import latest_verdict_status
 from agent_broker.listings.routes import router as listings_router
 from agent_broker.logging import configure as configure_logging
+from agent_broker.meta.a2a import a2a_endpoint
+from agent_broker.meta.agent_card import signed_card
+from agent_broker.meta.discovery import llms_txt
 from agent_broker.meta.metrics import Metrics
 from agent_broker.meta.metrics import router as metrics_router
 from agent_broker.meta.routes import router as meta_router
@@ -135,6 +138,9 @@ def create_app(settings: Settings | None = None, *, run_jobs: bool | None = None
     app.state.outbound = OutboundClient(OutboundPolicy.from_settings(settings))
     app.state.x402 = X402.from_settings(settings)
     app.state.card_signer = card_signer_for(settings)
+    x402_enabled = app.state.x402 is not None
+    app.state.agent_card = signed_card(settings, app.state.card_signer, x402_enabled=x402_enabled)
+    a2a_route = a2a_endpoint(app.state.agent_card, llms_txt(settings, x402_enabled=x402_enabled))
     app.state.payable = payable_operations(ROUTERS)
     app.state.operator_outbound = OutboundClient(OutboundPolicy.for_operator(settings))
     app.state.session_verifier = (
@@ -163,6 +169,8 @@ def create_app(settings: Settings | None = None, *, run_jobs: bool | None = None
     install_handlers(app)
     for router in ROUTERS:
         app.include_router(router)
+    # A plain route, outside /openapi.json: its contract is A2A's (the card describes it).
+    app.router.routes.append(a2a_route)
     return app
 
 

@@ -39,7 +39,7 @@ _ADOPTED = ("uvicorn", "uvicorn.error", "sqlalchemy")
 # line of agent_broker.http.request_id replaces it).
 _SILENCED = ("uvicorn.access",)
 # Libraries that log whole outbound URLs (query strings included) at INFO: warnings only.
-_QUIETED = ("httpx", "httpcore")
+_QUIETED = ("httpx", "httpcore", "httpx2", "httpcore2")
 
 
 def redact_secrets(_logger: Any, _method: str, event_dict: EventDict) -> EventDict:

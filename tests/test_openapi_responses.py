@@ -54,7 +54,22 @@ from tests.x402.wallet import Wallet, pay_v1
 DOCUMENT_URI = "urn:agent-broker:openapi"
 # Routes of the app deliberately absent from the document (none today). A new route must
 # either be documented and exercised by the scenario below, or be listed here with why.
-UNDOCUMENTED: set[tuple[str, str]] = set()
+UNDOCUMENTED: set[tuple[str, str]] = {
+    # The card's icon: an image, not part of the interface.
+    ("GET", "/icon.svg"),
+    # A2A 0.3 surfaces, answered 501 so an old client learns why (tests/meta/test_discovery).
+    *(
+        (method, path)
+        for path in (
+            "/.well-known/agent.json",
+            "/v1/message:send",
+            "/v1/message:stream",
+            "/v1/card",
+            "/v1/tasks/{rest}",
+        )
+        for method in ("GET", "POST")
+    ),
+}
 
 # --- string formats ------------------------------------------------------------------------
 
@@ -236,7 +251,12 @@ def _store_verdict(app: FastAPI, document: str) -> None:
 def app(make_app, outbound_settings, payment_settings, x402_settings):  # noqa: F811
     # The domain proof reaches a local server; the processors and the x402 facilitator
     # are local fakes.
-    return make_app(**outbound_settings, **payment_settings, **x402_settings)
+    return make_app(
+        **outbound_settings,
+        **payment_settings,
+        **x402_settings,
+        security_contact="mailto:security@broker.test",
+    )
 
 
 @pytest.fixture
@@ -260,6 +280,13 @@ def test_every_response_matches_the_document(
     api.get("/status.json")
     api.get("/stats.json")
     api.get("/.well-known/paseto-keys.json")
+    api.get("/.well-known/agent-card.json")
+    api.get("/.well-known/jwks.json")
+    api.get("/.well-known/security.txt")
+    api.get("/llms.txt")
+    api.get("/llms-full.txt")
+    api.get("/robots.txt")
+    api.get("/a2a/health")
     api.get("/v1/ledger/verify", 404)
 
     # Registration: created, replayed, refused.

@@ -1,19 +1,17 @@
-"""The A2A 1.0 agent card (FACTS 4.9) and its signature: a JWS (EdDSA, Ed25519) over the
-card's canonical JSON (RFC 8785: keys sorted, no spaces; the card holds only strings,
-booleans, lists and objects, so sorted compact JSON is exactly that form) without its
-`signatures` member, detached as A2A's AgentCardSignature is: `{protected, signature}`.
+"""The A2A 1.0 agent card (FACTS 4.9) and its signature, made with the a2a-sdk's own
+signer: a detached JWS (EdDSA, Ed25519) over the card's canonical form as A2A defines it
+(the card as its protobuf JSON, empty and default members dropped, then RFC 8785), so any
+A2A client's verifier accepts it. The served card keeps every member FACTS 4.9 names.
 The key's public half is the one OKP key of /.well-known/jwks.json; its kid is FACTS 5.4's
 (the first 16 hex of SHA-256 over the raw public key)."""
 
 from __future__ import annotations
 
 import base64
-import json
-import warnings
 from typing import Any
 
-from joserfc import jws
-from joserfc.jwk import OKPKey
+from a2a.client.card_resolver import parse_agent_card
+from a2a.utils.signing import create_agent_card_signer
 
 from agent_broker import RELEASE_TAG
 from agent_broker.config import Settings
@@ -34,10 +32,6 @@ ONBOARDING_SKILL = {
 
 def _b64url(data: bytes) -> str:
     return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
-
-
-def canonical(document: dict[str, Any]) -> bytes:
-    return json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
 
 
 def jwk_of(signer: Signer) -> dict[str, str]:
@@ -126,13 +120,10 @@ def signed_card(settings: Settings, signer: Signer, *, x402_enabled: bool) -> di
         "kid": signer.kid,
         "typ": "JOSE",
     }
-    key = OKPKey.import_key(
-        {**jwk_of(signer), "d": _b64url(signer.private_key.private_bytes_raw())}
-    )
-    with warnings.catch_warnings():
-        # joserfc flags "EdDSA" as superseded by "Ed25519" (RFC 9864); A2A clients and
-        # FACTS 4.9 name EdDSA.
-        warnings.simplefilter("ignore")
-        compact = jws.serialize_compact(header, canonical(body), key, algorithms=["EdDSA"])
-    protected, _payload, signature = compact.split(".")
-    return {**body, "signatures": [{"protected": protected, "signature": signature}]}
+    sign = create_agent_card_signer(signer.private_key, header)  # type: ignore[arg-type]
+    signed = sign(parse_agent_card(body))
+    signatures = [
+        {"protected": signature.protected, "signature": signature.signature}
+        for signature in signed.signatures
+    ]
+    return {**body, "signatures": signatures}

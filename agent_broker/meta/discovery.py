@@ -56,7 +56,9 @@ Writes that create something take an `Idempotency-Key` header (retry with the sa
    credit), buy credit packs (POST {base}/dashboard/credits), or pay with x402.
 {x402}
 ## Trade
-- Sell or buy: POST {base}/v1/listings (fee {posting} credits).
+- Buy or sell: a `sell` listing offers work, a `buy` listing asks for it; whoever posts
+  is the poster, and the other side opens a thread on the listing. Post with
+  POST {base}/v1/listings (fee {posting} credits).
 - Find: GET {base}/v1/feed; read one: GET {base}/v1/listings/{{id}}.
 - Negotiate: POST {base}/v1/listings/{{id}}/threads opens a thread (holds
   {deal:,} credits), then POST /v1/threads/{{id}}/offers in turns.

@@ -20,6 +20,7 @@ def _cache(request: Request) -> service.DocumentCache:
 
 
 @router.get("/health", response_model=Health)
+@router.get("/a2a/health", response_model=Health, summary="Health, beside the A2A endpoint")
 async def health() -> dict:
     return {"status": "ok", "build": fingerprint()}
 

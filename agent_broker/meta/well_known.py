@@ -32,12 +32,7 @@ def _x402_on(request: Request) -> bool:
 
 @router.get("/.well-known/agent-card.json", summary="The A2A 1.0 agent card, signed (JWS)")
 async def card(request: Request) -> dict:
-    state = request.app.state
-    if getattr(state, "agent_card", None) is None:
-        state.agent_card = agent_card.signed_card(
-            state.settings, state.card_signer, x402_enabled=_x402_on(request)
-        )
-    return state.agent_card
+    return request.app.state.agent_card
 
 
 @router.get("/.well-known/jwks.json", summary="The key the agent card is signed with")

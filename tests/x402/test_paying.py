@@ -255,17 +255,21 @@ def test_the_terms_url_reaches_the_manifest_and_each_offer(make_app, x402_settin
         assert {o["extra"]["termsUrl"] for o in offers} == {"https://broker.test/terms"}
 
 
-def test_the_openapi_document_declares_402_on_the_payable_operations_only(client):
+def test_the_openapi_document_declares_the_challenge_on_the_payable_operations_only(client):
     document = client.get("/openapi.json").json()
-    declaring = {
-        (method.upper(), path)
+    declared = {
+        (method.upper(), path): operation["responses"]["402"]
         for path, operations in document["paths"].items()
         for method, operation in operations.items()
         if "402" in operation.get("responses", {})
     }
-    assert declaring == set(PAYABLE)
-    feed = document["paths"]["/v1/feed"]["get"]["responses"]["402"]
-    assert "PAYMENT-REQUIRED" in feed["headers"]
+    challenging = {
+        op for op, answer in declared.items() if "PAYMENT-REQUIRED" in answer.get("headers", {})
+    }
+    assert challenging == set(PAYABLE)
+    # Beside them only certification's subscribe can answer 402 (a short balance), and it
+    # offers no payment.
+    assert set(declared) - challenging == {("POST", "/v1/account/certification")}
 
 
 def test_with_payments_off_payable_routes_answer_401_and_there_is_no_manifest(make_app):

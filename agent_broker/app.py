@@ -30,6 +30,8 @@ from agent_broker.ledger.routes import router as ledger_router
 from agent_broker.ledger.verdict import latest_verdict_status
 from agent_broker.listings.routes import router as listings_router
 from agent_broker.logging import configure as configure_logging
+from agent_broker.mcp_tools.server import mount as mount_mcp
+from agent_broker.mcp_tools.server import running as running_mcp
 from agent_broker.meta.a2a import a2a_endpoint
 from agent_broker.meta.agent_card import signed_card
 from agent_broker.meta.discovery import llms_txt
@@ -120,7 +122,8 @@ def create_app(settings: Settings | None = None, *, run_jobs: bool | None = None
         if scheduler:
             scheduler.start()
         try:
-            yield
+            async with running_mcp(mcp_server):
+                yield
         finally:
             if scheduler:
                 scheduler.stop()
@@ -171,6 +174,7 @@ def create_app(settings: Settings | None = None, *, run_jobs: bool | None = None
         app.include_router(router)
     # A plain route, outside /openapi.json: its contract is A2A's (the card describes it).
     app.router.routes.append(a2a_route)
+    mcp_server = mount_mcp(app)
     return app
 
 

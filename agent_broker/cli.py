@@ -123,6 +123,29 @@ def serve(
     )
 
 
+@app.command("mcp")
+def mcp() -> None:
+    """Serve the MCP tools over stdio (the account's key in BROKER_API_KEY; logs on stderr)."""
+    import os
+
+    import anyio
+
+    from agent_broker.app import create_app
+    from agent_broker.mcp_tools.server import STDIO_KEY_VARIABLE, build_server
+
+    settings = _settings()
+    _open_database(settings).dispose()
+    app = create_app(settings, run_jobs=False)
+    server = build_server(app, stdio_key=os.environ.get(STDIO_KEY_VARIABLE) or None)
+
+    async def serve_stdio() -> None:
+        # The app's start-up registers the signing key, as `serve` does.
+        async with app.router.lifespan_context(app):
+            await server.run_stdio_async()
+
+    anyio.run(serve_stdio)
+
+
 @db_app.command("upgrade")
 def db_upgrade(revision: str = typer.Argument("head")) -> None:
     """Apply migrations."""

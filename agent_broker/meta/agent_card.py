@@ -60,6 +60,7 @@ def card_body(settings: Settings, *, x402_enabled: bool) -> dict[str, Any]:
         "agentCardKeys": f"{base}/.well-known/jwks.json",
         "dealCredentialKeys": f"{base}/.well-known/paseto-keys.json",
         "livenessContract": f"{base}/bindings/liveness-v1",
+        "mcp": f"{base}/mcp",
         "pricing": {
             "currency": "USD",
             "creditMicroUsd": pricing.CREDIT_MICRO,

@@ -73,6 +73,7 @@ credits; a deal {deal:,} credits per side; certification {certification:,} credi
 ## Machine-readable
 - OpenAPI: {base}/openapi.json
 - Agent card (A2A 1.0, signed): {base}/.well-known/agent-card.json; A2A at {base}/a2a
+- MCP (streamable HTTP, key in x-api-key): {base}/mcp, a tool per operation
 - Full guide with every operation: {base}/llms-full.txt
 - Deal credential keys: {base}/.well-known/paseto-keys.json
 - Liveness contract for deal routes: {base}/bindings/liveness-v1

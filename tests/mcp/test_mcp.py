@@ -1,0 +1,244 @@
+"""The MCP server through the official SDK's client: the tools listed with typed input
+schemas, prices and hints; a whole deal (register, profile, post, open, offer, finalize,
+deal, rate) over streamable HTTP and over stdio; problems as tool errors carrying the
+reason code; idempotent retries answered alike and charged once."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Callable
+from contextlib import AsyncExitStack
+from typing import Any
+
+import pytest
+
+from agent_broker.ledger.pricing import DEAL_FEE_MICRO, POSTING_FEE_MICRO
+from tests.helpers import fund
+from tests.listings.conftest import LISTING
+from tests.mcp.conftest import http_session, ok, refused, stdio_session
+
+TOOLS = {
+    "register",
+    "get_account",
+    "get_profile",
+    "set_contact",
+    "set_route",
+    "get_domain_challenge",
+    "verify_domain",
+    "read_feed",
+    "get_listing",
+    "post_listing",
+    "open_thread",
+    "get_thread",
+    "make_offer",
+    "close_thread",
+    "finalize",
+    "get_deal",
+    "rate_deal",
+    "dispute_deal",
+    "lookup_reputation",
+    "attest_reputation",
+    "verify_ledger",
+}
+FUNDS = POSTING_FEE_MICRO + 2 * DEAL_FEE_MICRO
+
+
+def _key() -> str:
+    return str(uuid.uuid4())
+
+
+async def _register(session) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+    return ok(await session.call_tool("register", {"accepted_terms": True}))
+
+
+async def _profile(session, name: str) -> None:  # type: ignore[no-untyped-def]
+    ok(
+        await session.call_tool(
+            "set_contact", {"contact_name": name, "contact_email": "ops@agents.dev"}
+        )
+    )
+    profile = ok(
+        await session.call_tool(
+            "set_route",
+            {"deal_route": f"https://agents.dev/{name}/", "route_protocol_binding": "JSONRPC"},
+        )
+    )
+    assert profile["missing"] == []
+
+
+async def _deal(app, seller, buyer) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+    """post, open, offer, offer, finalize, read, rate: each side through its session."""
+    listing = ok(await seller.call_tool("post_listing", {**LISTING, "idempotency_key": _key()}))
+    thread = ok(
+        await buyer.call_tool(
+            "open_thread",
+            {"listing_id": listing["id"], "diff": "2 days, as listed", "idempotency_key": _key()},
+        )
+    )
+    assert thread["turn"] == "poster"
+    ok(await seller.call_tool("make_offer", {"thread_id": thread["id"], "diff": "3 days"}))
+    agreed = ok(
+        await buyer.call_tool("make_offer", {"thread_id": thread["id"], "diff": "3 days, agreed"})
+    )
+    assert agreed["turn"] == "poster"
+    seen = ok(await buyer.call_tool("get_thread", {"thread_id": thread["id"]}))
+    assert seen["diff"] == "3 days, agreed"
+    sealed = ok(
+        await seller.call_tool("finalize", {"thread_id": thread["id"], "idempotency_key": _key()})
+    )
+    deal = ok(await buyer.call_tool("get_deal", {"deal_id": sealed["id"]}))
+    assert deal["id"] == sealed["id"] and deal["credential"]
+    for session, score in ((seller, 5), (buyer, 4)):
+        rated = ok(
+            await session.call_tool(
+                "rate_deal", {"deal_id": sealed["id"], "score": score, "delivered": True}
+            )
+        )
+        assert rated == {"rated": True, "deal_id": sealed["id"]}
+    return sealed
+
+
+def test_the_tools_are_listed_with_schemas_prices_and_hints(live_server):
+    async def listed():  # type: ignore[no-untyped-def]
+        async with http_session(live_server) as session:
+            return (await session.list_tools()).tools
+
+    tools = {tool.name: tool for tool in asyncio.run(listed())}
+    assert set(tools) == TOOLS
+    for tool in tools.values():
+        assert tool.description and tool.input_schema["type"] == "object"
+        assert tool.annotations is not None
+        assert "ctx" not in tool.input_schema.get("properties", {})
+    assert "200 credits" in tools["post_listing"].description
+    assert "2,000 credits" in tools["open_thread"].description
+    assert "2,000 credits" in tools["finalize"].description
+    assert "Free" in tools["read_feed"].description
+    post = tools["post_listing"].input_schema
+    assert {"title", "category", "listing_type", "body", "idempotency_key"} <= set(post["required"])
+    assert post["properties"]["listing_type"]["enum"] == ["buy", "sell"]
+    for name in ("get_account", "read_feed", "get_deal", "lookup_reputation", "verify_ledger"):
+        assert tools[name].annotations.read_only_hint is True
+    for name in ("finalize", "close_thread", "dispute_deal"):
+        assert tools[name].annotations.destructive_hint is True
+    assert tools["make_offer"].annotations.idempotent_hint is False
+    assert tools["post_listing"].annotations.idempotent_hint is True
+
+
+def test_a_whole_deal_over_streamable_http(app, live_server):
+    async def trade():  # type: ignore[no-untyped-def]
+        async with http_session(live_server) as anonymous:
+            seller_id, buyer_id = await _register(anonymous), await _register(anonymous)
+        for made in (seller_id, buyer_id):
+            fund(app, made["account_id"], FUNDS, real_money=True)
+        async with AsyncExitStack() as stack:
+            seller = await stack.enter_async_context(
+                http_session(live_server, seller_id["api_key"])
+            )
+            buyer = await stack.enter_async_context(http_session(live_server, buyer_id["api_key"]))
+            await _profile(seller, "seller")
+            await _profile(buyer, "buyer")
+            sealed = await _deal(app, seller, buyer)
+            account = ok(await seller.call_tool("get_account", {}))
+            return sealed, account
+
+    sealed, account = asyncio.run(trade())
+    assert sealed["status"] in ("active", "revealed") and sealed["amount_micro"] == DEAL_FEE_MICRO
+    # The poster paid the posting fee and the deal fee, as over REST.
+    assert account["balance_micro"] == FUNDS - POSTING_FEE_MICRO - DEAL_FEE_MICRO
+
+
+def test_a_whole_deal_over_stdio(app, client):
+    async def trade():  # type: ignore[no-untyped-def]
+        async with stdio_session(app) as anonymous:
+            tools = {tool.name for tool in (await anonymous.list_tools()).tools}
+            assert tools == TOOLS
+            seller_id, buyer_id = await _register(anonymous), await _register(anonymous)
+        for made in (seller_id, buyer_id):
+            fund(app, made["account_id"], FUNDS, real_money=True)
+        async with AsyncExitStack() as stack:
+            seller = await stack.enter_async_context(stdio_session(app, seller_id["api_key"]))
+            buyer = await stack.enter_async_context(stdio_session(app, buyer_id["api_key"]))
+            await _profile(seller, "seller")
+            await _profile(buyer, "buyer")
+            return seller_id, await _deal(app, seller, buyer)
+
+    seller_id, sealed = asyncio.run(trade())
+    # The same deal, read over REST.
+    rest = client.get(f"/v1/deals/{sealed['id']}", headers={"x-api-key": seller_id["api_key"]})
+    assert rest.status_code == 200 and rest.json()["id"] == sealed["id"]
+
+
+def _problems(live_server: str, run: Callable[[Any, Any], Any]) -> Any:
+    async def go():  # type: ignore[no-untyped-def]
+        async with http_session(live_server) as anonymous:
+            made = await _register(anonymous)
+            async with http_session(live_server, made["api_key"]) as session:
+                return await run(anonymous, session)
+
+    return asyncio.run(go())
+
+
+def test_problems_are_tool_errors_with_the_reason_code(live_server):
+    async def run(anonymous, session):  # type: ignore[no-untyped-def]
+        return [
+            refused(await anonymous.call_tool("get_account", {})),
+            refused(await session.call_tool("get_listing", {"listing_id": str(uuid.uuid4())})),
+            refused(
+                await session.call_tool(
+                    "post_listing", {**LISTING, "idempotency_key": _key(), "price_micro": -5}
+                )
+            ),
+            refused(
+                await session.call_tool("post_listing", {**LISTING, "idempotency_key": _key()})
+            ),
+            refused(await anonymous.call_tool("register", {"accepted_terms": False})),
+        ]
+
+    no_key, missing, invalid, unfunded, terms = _problems(live_server, run)
+    assert (no_key["status"], no_key["reason"]) == (401, "unauthorized")
+    assert (missing["status"], missing["reason"]) == (404, "not_found")
+    assert (invalid["status"], invalid["reason"]) == (400, "invalid_input")
+    assert (unfunded["status"], unfunded["reason"]) == (402, "insufficient_funds_self")
+    assert terms["reason"] == "terms_required"
+    assert all(problem["detail"] for problem in (no_key, missing, invalid, unfunded, terms))
+
+
+def test_an_idempotent_retry_answers_alike_and_charges_once(app, live_server):
+    async def run(anonymous, session):  # type: ignore[no-untyped-def]
+        account = ok(await session.call_tool("get_account", {}))
+        fund(app, account["account_id"], FUNDS, real_money=True)
+        key = _key()
+        first = ok(await session.call_tool("post_listing", {**LISTING, "idempotency_key": key}))
+        again = ok(await session.call_tool("post_listing", {**LISTING, "idempotency_key": key}))
+        changed = refused(
+            await session.call_tool(
+                "post_listing", {**LISTING, "title": "Another title", "idempotency_key": key}
+            )
+        )
+        after = ok(await session.call_tool("get_account", {}))
+        return first, again, changed, after
+
+    first, again, changed, after = _problems(live_server, run)
+    assert again == first
+    assert changed["reason"] == "idempotency_key_reuse"
+    assert after["balance_micro"] == FUNDS - POSTING_FEE_MICRO
+
+
+@pytest.mark.parametrize("name", ["lookup_reputation", "verify_ledger"])
+def test_public_tools_need_no_key(live_server, name):
+    async def go():  # type: ignore[no-untyped-def]
+        async with http_session(live_server) as anonymous:
+            made = await _register(anonymous)
+            profile_handle = None
+            async with http_session(live_server, made["api_key"]) as session:
+                profile_handle = ok(await session.call_tool("get_account", {}))["handle"]
+            arguments = {"handle": profile_handle} if name == "lookup_reputation" else {}
+            return await anonymous.call_tool(name, arguments), profile_handle
+
+    result, handle = asyncio.run(go())
+    if name == "lookup_reputation":
+        assert ok(result)["handle"] == handle
+    else:
+        # Nothing is sealed yet: the verdict is unavailable, as GET /v1/ledger/verify says.
+        assert ok(result)["status_code"] in (200, 404)

@@ -6,6 +6,7 @@ reason code; idempotent retries answered alike and charged once."""
 from __future__ import annotations
 
 import asyncio
+import re
 import uuid
 from collections.abc import Callable
 from contextlib import AsyncExitStack
@@ -110,6 +111,8 @@ def test_the_tools_are_listed_with_schemas_prices_and_hints(live_server):
         assert tool.description and tool.input_schema["type"] == "object"
         assert tool.annotations is not None
         assert "ctx" not in tool.input_schema.get("properties", {})
+    for tool in tools.values():  # every description states the price
+        assert re.search(r"\bfree\b|\d credits", tool.description, re.IGNORECASE), tool.name
     assert "200 credits" in tools["post_listing"].description
     assert "2,000 credits" in tools["open_thread"].description
     assert "2,000 credits" in tools["finalize"].description

@@ -14,7 +14,8 @@ do not collide. In order:
    /v1/listings a fresh Idempotency-Key and reports requests, latency percentiles and
    statuses). Any non-2xx response or socket error flags the row. Without wrk the Python
    generator (bench/load.py) stands in, with a warning: its figures are generator-bound.
-2. The content scanner on a clean 10,000-character listing body, in this process.
+2. The content scanner on a clean 10,000-character listing body, in this process; feed
+   search at 100,000 listings on SQLite, also in this process (bench/search.py).
 3. Memory: on a fresh service process, the worker's VmRSS after 1,000 requests and after
    BENCH_MEMORY_REQUESTS requests of a mixed workload (bench/memory.py).
 4. Deal cycle (bench/cycle.py: post, open, counter-offer, reply, finalize; funded traders
@@ -98,11 +99,13 @@ from bench.scanner import mean_scan_ms
 from bench.scenarios import SetupError
 from bench.sealer import SealerComparison
 from bench.sealer import run_all as compare_sealer
+from bench.search import measure as measure_search
 from bench.server import ROOT, ServerError
 from bench.targets import (
     memory_target,
     postgres_targets,
     route_targets,
+    search_target,
     sqlite_cycle_target,
     summary,
 )
@@ -172,6 +175,8 @@ def run_all(settings: Settings, generator: Generator, started: float) -> int:
     print(table(outcomes, settings, generator), flush=True)
     scan_ms = mean_scan_ms()
     print(f"scanner: {scan_ms:.3f} ms mean per 10,000-character body (target < 1 ms)")
+    search_ms = measure_search()
+    print(f"feed search: {search_ms[0]:.1f} ms mean, p99 {search_ms[1]:.1f} ms per page at 100k")
 
     memory: MemoryResult | None = None
     if settings.memory_requests:
@@ -199,6 +204,7 @@ def run_all(settings: Settings, generator: Generator, started: float) -> int:
         sqlite_cycle_target(sqlite),
         *postgres_targets([c for c in cycles if c.backend == "postgresql"], settings.pg_clients),
         memory_target(memory, settings.memory_requests or 100_000),
+        search_target(search_ms),
     ]
     elapsed_s = time.monotonic() - started
     document = as_json(

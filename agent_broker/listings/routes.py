@@ -66,9 +66,26 @@ def read_feed(
     cursor: Cursor = None,
     category: Annotated[str | None, Query(max_length=100)] = None,
     listing_type: Annotated[Literal["buy", "sell"] | None, Query(alias="type")] = None,
+    q: Annotated[
+        str | None,
+        Query(
+            min_length=1,
+            max_length=200,
+            description="Words that must all appear in the title or body (case-insensitive)",
+        ),
+    ] = None,
+    sort: Annotated[
+        Literal["newest", "price_asc", "price_desc"],
+        Query(description="newest first, or by price (newest first among equal prices)"),
+    ] = "newest",
 ) -> dict:
     query = service.FeedQuery(
-        limit=limit, cursor=cursor, category=category, listing_type=listing_type
+        limit=limit,
+        cursor=cursor,
+        category=category,
+        listing_type=listing_type,
+        q=q,
+        sort=sort,
     )
     return service.feed(session, query, now=clock.now())
 

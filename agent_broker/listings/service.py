@@ -18,7 +18,7 @@ from agent_broker.idempotency.service import IdempotencyKey, Outcome, run_once
 from agent_broker.ledger import books
 from agent_broker.ledger import service as ledger
 from agent_broker.ledger.pricing import POSTING_FEE_MICRO
-from agent_broker.listings import categories, cursor
+from agent_broker.listings import categories, cursor, feed_statements
 from agent_broker.listings.models import Listing
 from agent_broker.listings.schemas import PostListingRequest
 from agent_broker.listings.views import (
@@ -55,6 +55,8 @@ class FeedQuery:
     cursor: str | None = None
     category: str | None = None
     listing_type: str | None = None
+    q: str | None = None  # words all found in the title or body
+    sort: str = "newest"  # or price_asc, price_desc
 
 
 _listings = Listing.__table__
@@ -188,53 +190,40 @@ def read(session: Session, listing_id: str, *, now: datetime) -> dict:
     return listing_view(listing, now=now, standing=standing, with_body=True)
 
 
-# Feed entries carry no body, so it is not read. Rows, not ORM objects: the feed is the
-# hottest read and a page of entities costs more to build than the query costs to run.
-_FEED_COLUMNS = [c for c in Listing.__table__.c if c.name != "body"]
-_feed_statements: dict[tuple[bool, bool, bool], Prepared] = {}
-
-
-def _feed_statement(by_category: bool, by_type: bool, after_cursor: bool) -> Prepared:
-    """One prebuilt statement per filter combination, all with bound parameters."""
-    key = (by_category, by_type, after_cursor)
-    stmt = _feed_statements.get(key)
-    if stmt is None:
-        table = Listing.__table__
-        stmt = select(*_FEED_COLUMNS).where(
-            table.c.status == "live", table.c.expires_at > bindparam("now")
-        )
-        if by_category:
-            stmt = stmt.where(table.c.category == bindparam("category"))
-        if by_type:
-            stmt = stmt.where(table.c.listing_type == bindparam("listing_type"))
-        if after_cursor:
-            stmt = stmt.where(
-                tuple_(table.c.created_at, table.c.id)
-                < tuple_(bindparam("after_created", type_=UTCDateTime()), bindparam("after_id"))
-            )
-        stmt = stmt.order_by(table.c.created_at.desc(), table.c.id.desc()).limit(
-            bindparam("page_rows")
-        )
-        stmt = _feed_statements[key] = Prepared(stmt)
-    return stmt
-
-
 def feed(session: Session, query: FeedQuery, *, now: datetime) -> dict:
     params: dict = {"now": now, "page_rows": query.limit + 1}
     if query.category is not None:
         params["category"] = categories.resolve_or_refuse(query.category)
     if query.listing_type is not None:
         params["listing_type"] = query.listing_type
+    if query.q is not None:
+        terms = feed_statements.search_terms(query.q)
+        params["q"] = feed_statements.search_parameter(session.get_bind().dialect.name, terms)
     if query.cursor:
-        params["after_created"], params["after_id"] = cursor.decode(query.cursor)
-    stmt = _feed_statement(
-        query.category is not None, query.listing_type is not None, bool(query.cursor)
+        after = cursor.decode_position(query.cursor, query.sort)
+        params["after_created"], params["after_id"] = after.created_at, after.listing_id
+        if query.sort != cursor.NEWEST:
+            params["after_price"] = after.price_micro
+    stmt = feed_statements.feed_statement(
+        query.category is not None,
+        query.listing_type is not None,
+        bool(query.cursor),
+        query.q is not None,
+        query.sort,
     )
     rows = stmt.all(session, **params)
-    return _page(session, rows, query.limit, with_body=False, now=now)
+    return _page(session, rows, query.limit, with_body=False, now=now, sort=query.sort)
 
 
-def _page(session: Session, rows: list, limit: int, *, with_body: bool, now: datetime) -> dict:
+def _page(
+    session: Session,
+    rows: list,
+    limit: int,
+    *,
+    with_body: bool,
+    now: datetime,
+    sort: str = cursor.NEWEST,
+) -> dict:
     """A page of listings from up to limit + 1 rows; the extra row only says there is more."""
     page = rows[:limit]
     standings = _standings(session, page)
@@ -245,7 +234,11 @@ def _page(session: Session, rows: list, limit: int, *, with_body: bool, now: dat
         ]
     }
     if len(rows) > limit:
-        result["next_cursor"] = cursor.encode(page[-1].created_at, page[-1].id)
+        last = page[-1]
+        price = None if sort == cursor.NEWEST else last.price_micro
+        result["next_cursor"] = cursor.encode_position(
+            cursor.Position(last.created_at, last.id, sort, price)
+        )
     return result
 
 

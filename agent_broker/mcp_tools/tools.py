@@ -272,9 +272,19 @@ def register_tools(
         cursor: Annotated[str | None, Field(max_length=512)] = None,
         category: Annotated[str | None, Field(max_length=100)] = None,
         listing_type: Literal["buy", "sell"] | None = None,
+        q: Annotated[
+            str | None,
+            Field(min_length=1, max_length=200, description="Words all in title or body"),
+        ] = None,
+        sort: Literal["newest", "price_asc", "price_desc"] = "newest",
     ) -> Result:
         query = listings.FeedQuery(
-            limit=limit, cursor=cursor, category=category, listing_type=listing_type
+            limit=limit,
+            cursor=cursor,
+            category=category,
+            listing_type=listing_type,
+            q=q,
+            sort=sort,
         )
         page = await as_caller(
             app,

@@ -33,7 +33,7 @@ from agent_broker.logging import configure as configure_logging
 from agent_broker.mcp_tools.server import mount as mount_mcp
 from agent_broker.mcp_tools.server import running as running_mcp
 from agent_broker.meta.a2a import a2a_endpoint
-from agent_broker.meta.agent_card import signed_card
+from agent_broker.meta.agent_card import card_body
 from agent_broker.meta.discovery import llms_txt
 from agent_broker.meta.metrics import Metrics
 from agent_broker.meta.metrics import router as metrics_router
@@ -140,10 +140,14 @@ def create_app(settings: Settings | None = None, *, run_jobs: bool | None = None
     app.state.rate_limiter = RateLimiter(settings)
     app.state.outbound = OutboundClient(OutboundPolicy.from_settings(settings))
     app.state.x402 = X402.from_settings(settings)
-    app.state.card_signer = card_signer_for(settings)
+    # A configured card key is checked now; the development one is made on first use.
+    app.state.card_signer = card_signer_for(settings) if settings.card_signing_key else None
+    app.state.agent_card = None  # signed on first request (agent_broker.meta.well_known)
     x402_enabled = app.state.x402 is not None
-    app.state.agent_card = signed_card(settings, app.state.card_signer, x402_enabled=x402_enabled)
-    a2a_route = a2a_endpoint(app.state.agent_card, llms_txt(settings, x402_enabled=x402_enabled))
+    a2a_route = a2a_endpoint(
+        card_body(settings, x402_enabled=x402_enabled),
+        llms_txt(settings, x402_enabled=x402_enabled),
+    )
     app.state.payable = payable_operations(ROUTERS)
     app.state.operator_outbound = OutboundClient(OutboundPolicy.for_operator(settings))
     app.state.session_verifier = (

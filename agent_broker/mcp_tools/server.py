@@ -73,5 +73,12 @@ async def running(server: MCPServer) -> AsyncIterator[None]:
         json_response=True,
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
     )
-    async with server.session_manager.run():
-        yield
+    try:
+        async with server.session_manager.run():
+            yield
+    except BaseExceptionGroup as group:
+        # The manager's task group wraps whatever the rest of the app's start-up or
+        # shutdown raised (a bad signing key, say): report that error as itself.
+        if len(group.exceptions) == 1:
+            raise group.exceptions[0] from None
+        raise

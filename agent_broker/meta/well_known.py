@@ -10,6 +10,7 @@ from fastapi.responses import PlainTextResponse, Response
 from agent_broker import clock
 from agent_broker.meta import agent_card, discovery
 from agent_broker.problems import NotFound, Problem, Reason
+from agent_broker.tokens.keys import Signer, card_signer_for
 
 router = APIRouter(tags=["discovery"])
 
@@ -30,14 +31,26 @@ def _x402_on(request: Request) -> bool:
     return request.app.state.x402 is not None
 
 
+def _card_signer(request: Request) -> Signer:
+    state = request.app.state
+    if state.card_signer is None:  # development: the key file, made once
+        state.card_signer = card_signer_for(state.settings)
+    return state.card_signer
+
+
 @router.get("/.well-known/agent-card.json", summary="The A2A 1.0 agent card, signed (JWS)")
 async def card(request: Request) -> dict:
-    return request.app.state.agent_card
+    state = request.app.state
+    if state.agent_card is None:
+        state.agent_card = agent_card.signed_card(
+            state.settings, _card_signer(request), x402_enabled=_x402_on(request)
+        )
+    return state.agent_card
 
 
 @router.get("/.well-known/jwks.json", summary="The key the agent card is signed with")
 async def jwks(request: Request) -> dict:
-    return agent_card.jwks_document(request.app.state.card_signer)
+    return agent_card.jwks_document(_card_signer(request))
 
 
 @router.get("/llms.txt", response_class=MarkdownResponse, summary="A concise guide for agents")

@@ -50,6 +50,12 @@ NO_AUTH_V1 = {
     ("POST", "/v1/account/register"),
     ("GET", "/v1/reputation/{handle}"),
     ("GET", "/v1/ledger/verify"),
+    # A2A 0.3 surfaces: 501 a2a_version_not_supported to anyone.
+    *(
+        (method, path)
+        for path in ("/v1/message:send", "/v1/message:stream", "/v1/card", "/v1/tasks/{rest:path}")
+        for method in ("GET", "POST")
+    ),
 }
 
 

@@ -82,6 +82,7 @@ def test_rotation_with_the_key_in_the_environment_prints_a_secret_and_records_no
 ):
     monkeypatch.setenv("BROKER_ENV", "production")
     monkeypatch.setenv("BROKER_SIGNING_KEY", RFC8032_SEED_HEX)
+    monkeypatch.setenv("BROKER_CARD_SIGNING_KEY", "7c" * 32)
     old = "21fe31dfa154a261"
     with TestClient(make_app(signing_key=RFC8032_SEED_HEX, var_dir=str(var_dir))) as client:
         result = CliRunner().invoke(cli, ["keys", "rotate"])

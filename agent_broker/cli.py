@@ -193,6 +193,38 @@ def admin_credit(
     )
 
 
+@admin_app.command("x402-pending")
+def admin_x402_pending(
+    older_than_minutes: int = typer.Option(
+        5, "--older-than", min=0, help="Only claims at least this many minutes old."
+    ),
+) -> None:
+    """List x402 payments whose settlement is unknown (the facilitator did not answer while
+    settling): check each nonce on chain, and credit a transfer that happened with
+    `admin credit --real-money`. Nothing was credited for them, and each authorization
+    stays refused (409 x402_payment_replay)."""
+    from datetime import timedelta
+
+    from agent_broker import clock
+    from agent_broker.payments.x402.service import pending_claims
+
+    db = _open_database(_settings())
+    try:
+        with db.reader() as session:
+            before = clock.now() - timedelta(minutes=older_than_minutes)
+            claims = pending_claims(session, before=before)
+    finally:
+        db.dispose()
+    if not claims:
+        typer.echo("no x402 payment awaits reconciliation")
+        return
+    for claim in claims:
+        typer.echo(
+            f"{claim.id}\t{claim.claimed_at.isoformat()}\t{claim.network}\t{claim.payer}"
+            f"\t{claim.amount_micro} µUSD\tnonce {claim.nonce}"
+        )
+
+
 @admin_app.command("link-identity")
 def admin_link_identity(
     account_id: str,

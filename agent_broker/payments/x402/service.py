@@ -14,9 +14,10 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 import structlog
-from sqlalchemy import bindparam, delete, update
+from sqlalchemy import bindparam, delete, select, update
 from sqlalchemy.orm import Session
 from x402.http.facilitator_client import HTTPFacilitatorClient
 from x402.schemas import SettleResponse
@@ -58,6 +59,26 @@ _SETTLED = Prepared(
         settled_at=bindparam("now"),
     )
 )
+
+
+_PENDING = Prepared(
+    select(
+        _payments.c.id,
+        _payments.c.payer,
+        _payments.c.network,
+        _payments.c.amount_micro,
+        _payments.c.nonce,
+        _payments.c.claimed_at,
+    )
+    .where(_payments.c.status == "pending", _payments.c.claimed_at <= bindparam("before"))
+    .order_by(_payments.c.claimed_at, _payments.c.id)
+)
+
+
+def pending_claims(session: Session, *, before: datetime) -> list[Any]:
+    """Claims whose settlement outcome is unknown (the facilitator could not be reached
+    while settling), claimed before `before`: for the operator to reconcile on chain."""
+    return _PENDING.all(session, before=before)
 
 
 class X402PaymentReplay(Problem):

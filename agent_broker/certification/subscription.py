@@ -128,6 +128,11 @@ def renew_due(session: Session, *, now: datetime) -> tuple[int, int]:
         due = service.record_of(session, listed.account_id, lock=True)
         if not (due.renew and due.period_end <= now):
             continue
+        if service.account_row(session, due.account_id).status != "active":
+            # A disabled account is not charged: its subscription ends with its period.
+            _SET_RENEW.execute(session, account_id=due.account_id, renew=False)
+            lapsed += 1
+            continue
         # Back to back with the period that ended, unless a whole period was missed.
         start = due.period_end if due.period_end > now - PERIOD else now
         try:

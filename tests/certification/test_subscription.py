@@ -11,6 +11,8 @@ from datetime import datetime, timedelta
 import httpx
 
 from agent_broker import clock
+from agent_broker.certification.service import record_of
+from agent_broker.ledger.service import wallet
 from tests.certification.conftest import (
     PERIOD_MICRO,
     ROUTE,
@@ -172,3 +174,14 @@ def test_concurrent_subscribes_charge_one_period(app, challenge_server, live_ser
         assert statuses == [200] * 8
         account = http.get("/v1/account", headers=prover.headers).json()
     assert account["balance_micro"] == 2 * PERIOD_MICRO
+
+
+def test_a_disabled_account_is_not_renewed(app, client, challenge_server, prover):
+    _ready(app, client, challenge_server, prover, micro=2 * PERIOD_MICRO)
+    subscribe(client, prover)
+    assert client.post("/dashboard/keys", headers=prover.headers).status_code == 200  # disable
+    clock.advance(timedelta(days=30, minutes=30))
+    assert run(app, "certification-checks").startswith("renewed 0, lapsed 1")
+    with app.state.db.reader() as session:
+        assert record_of(session, prover.account_id).renew is False
+        assert wallet(session, prover.account_id, now=clock.now()).spendable_micro == PERIOD_MICRO

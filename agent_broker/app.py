@@ -50,6 +50,7 @@ from agent_broker.reputation.routes import router as reputation_router
 from agent_broker.threads.routes import router as threads_router
 from agent_broker.tokens.keys import card_signer_for
 from agent_broker.tokens.routes import router as tokens_router
+from agent_broker.webhooks.routes import router as webhooks_account_router
 
 # Every feature's routes, in the order they are matched: the trading routes first, since
 # a request is matched against each route before its own (no two routers' paths overlap).
@@ -59,6 +60,7 @@ ROUTERS = (
     accounts_router,
     domains_router,
     certification_router,
+    webhooks_account_router,
     dashboard_router,
     payments_dashboard_router,
     webhooks_router,

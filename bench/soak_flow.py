@@ -1,7 +1,7 @@
 """What each soak client does: one round calls every write route of the interface once or
 more (register, contact, route, post, open twice, offers, close, finalize, ratings,
-dispute, attestations, certification cancel, key rotation and disabling), and keeps the
-money each of its accounts should hold.
+dispute, attestations, certification cancel, a webhook set and removed, key rotation and
+disabling), and keeps the money each of its accounts should hold.
 
 A client owns three funded accounts: two trade with each other, swapping sides every
 round, and a rival opens a competing thread that it closes itself on even rounds and that
@@ -37,13 +37,14 @@ ATTESTATION = "/v1/account/reputation/attestation"
 ROTATE = "/dashboard/keys/rotate"
 DISABLE = "/dashboard/keys"
 CERTIFICATION_CANCEL = "/v1/account/certification/cancel"
+WEBHOOK = "/v1/account/webhook"
 
 # Every write operation a round makes, as "METHOD path template".
 WRITE_ROUTES = frozenset(
     {f"POST {REGISTER}", f"PUT {CONTACT}", f"PUT {ROUTE}", f"POST {LISTINGS}"}
     | {f"POST {route}" for route in (THREADS, OFFERS, CLOSE, FINALIZE, RATINGS, DISPUTE)}
     | {f"POST {ATTESTATION}", f"POST {ROTATE}", f"POST {DISABLE}"}
-    | {f"POST {CERTIFICATION_CANCEL}"}
+    | {f"POST {CERTIFICATION_CANCEL}", f"PUT {WEBHOOK}", f"DELETE {WEBHOOK}"}
 )
 # Write routes the soak leaves to tests of their own, and why.
 DRIVEN_ELSEWHERE = {
@@ -146,6 +147,10 @@ async def trade_round(caller: Caller, trader: Trader) -> None:
         await attest(caller, newcomer, proof=False)
         # Nothing to cancel: naturally idempotent, it answers the (empty) status record.
         await caller.call("POST", CERTIFICATION_CANCEL, api_key=newcomer.api_key, expect=(200,))
+        # A webhook set and removed before any event: nothing is ever sent to it.
+        hook = {"url": "https://hooks.agents.dev/events"}
+        await caller.call("PUT", WEBHOOK, api_key=newcomer.api_key, body=hook, expect=(200,))
+        await caller.call("DELETE", WEBHOOK, api_key=newcomer.api_key, expect=(204,))
         await retire(caller, newcomer)
     # Profiles change while trading; they stay complete, so threads may still open.
     if not (

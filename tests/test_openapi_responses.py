@@ -343,6 +343,14 @@ def test_every_response_matches_the_document(
     profile = api.get("/v1/account/profile", agent=poster).json()
     assert profile["route_protocol_binding"] == webhook and profile["missing"] == []
 
+    # Webhooks: set (the secret once), refused, removed.
+    hook = api.request(
+        "PUT", "/v1/account/webhook", 200, poster, json={"url": "https://agents.dev/events"}
+    ).json()
+    assert hook["secret"].startswith("whsec_")
+    api.request("PUT", "/v1/account/webhook", 400, poster, json={"url": "http://agents.dev/x"})
+    api.request("DELETE", "/v1/account/webhook", 204, poster)
+
     # Domain proof (an agent of its own, whose grant changes no balance below): the
     # challenge, a failed proof, the proof and its grant.
     prover = api.register()

@@ -31,6 +31,7 @@ class Seen:
     path: str
     host: str | None
     body: bytes
+    headers: dict[str, str] = field(default_factory=dict)
 
 
 class TLSServer:
@@ -76,7 +77,9 @@ def _handler(server: TLSServer) -> type[BaseHTTPRequestHandler]:
             length = int(self.headers.get("Content-Length") or 0)
             body = self.rfile.read(length) if length else b""
             answer = server.next_answer(self.path, body)
-            server.seen.append(Seen(self.command, self.path, self.headers.get("Host"), body))
+            server.seen.append(
+                Seen(self.command, self.path, self.headers.get("Host"), body, dict(self.headers))
+            )
             if answer.delay_seconds:
                 server.release.wait(answer.delay_seconds)
             self.send_response(answer.status)

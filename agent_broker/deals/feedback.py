@@ -13,6 +13,7 @@ from agent_broker.deals.errors import DealPurged
 from agent_broker.deals.models import Deal, Dispute, Rating
 from agent_broker.problems import Forbidden, NotFound, Problem, Reason
 from agent_broker.reputation import service as reputation
+from agent_broker.webhooks import service as webhooks
 
 FEEDBACK_WINDOW = timedelta(days=7)
 
@@ -81,6 +82,14 @@ def rate(
         ),
         DuplicateRating(),
     )
+    webhooks.enqueue(
+        session,
+        ratee,
+        "deal.rated",
+        deal.id,
+        {"deal_id": deal.id, "score": score, "delivered": delivered},
+        now=now,
+    )
     if deal.counts_for_reputation:
         reputation.record_rating(
             session,
@@ -108,5 +117,6 @@ def dispute(session: Session, account_id: str, deal_id: str, *, now: datetime) -
         ),
         DuplicateDispute(),
     )
+    webhooks.enqueue(session, against, "deal.disputed", deal.id, {"deal_id": deal.id}, now=now)
     if deal.counts_for_reputation:
         reputation.record_dispute(session, against_id=against)

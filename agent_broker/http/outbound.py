@@ -167,6 +167,7 @@ class OutboundClient:
         url: str,
         *,
         json: Any = None,
+        content: bytes | None = None,
         headers: Mapping[str, str] | None = None,
         max_bytes: int = DEFAULT_MAX_BYTES,
         deadline_seconds: float | None = None,
@@ -181,7 +182,7 @@ class OutboundClient:
         try:
             async with asyncio.timeout(deadline):
                 target = await self._target(url)
-                return await self._exchange(method, target, json, headers, max_bytes)
+                return await self._exchange(method, target, json, content, headers, max_bytes)
         except TimeoutError:
             raise OutboundRefused("timeout", f"no complete answer within {deadline:g} s") from None
 
@@ -245,6 +246,7 @@ class OutboundClient:
         method: str,
         target: _Target,
         json: Any,
+        content: bytes | None,
         headers: Mapping[str, str] | None,
         max_bytes: int,
     ) -> OutboundResponse:
@@ -265,6 +267,7 @@ class OutboundClient:
                 method,
                 target.url,
                 json=json,
+                content=content,
                 headers=sent,
                 extensions={"sni_hostname": target.host},
             )

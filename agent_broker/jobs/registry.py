@@ -20,6 +20,7 @@ from agent_broker.ledger.service import settle_lapsed_holds
 from agent_broker.listings.service import expire_due
 from agent_broker.meta import health
 from agent_broker.threads.service import expire_due as expire_threads_due
+from agent_broker.webhooks.delivery import deliver_due as deliver_webhooks
 
 
 @dataclass(frozen=True)
@@ -105,6 +106,12 @@ JOBS: dict[str, Job] = {
             timedelta(hours=1),
             _ledger_seal,
             "extend the journal's hash chain, re-verify it and store the ledger verdict",
+        ),
+        Job(
+            "deliver-webhooks",
+            timedelta(seconds=15),
+            deliver_webhooks,
+            "send due webhook events to agents' endpoints, in order per thread or deal",
         ),
         Job(
             "certification-checks",

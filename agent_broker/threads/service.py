@@ -36,6 +36,7 @@ from agent_broker.threads.errors import (
 )
 from agent_broker.threads.models import Thread
 from agent_broker.tokens.keys import Signer
+from agent_broker.webhooks import service as webhooks
 
 MINE_LIMIT = 200
 _threads = Thread.__table__
@@ -172,6 +173,14 @@ def open_thread(
         updated_at=now,
         expires_at=expires_at,
     )
+    webhooks.enqueue(
+        session,
+        listing.poster_id,
+        "thread.opened",
+        thread.id,
+        webhooks.thread_data(thread),
+        now=now,
+    )
     return view(thread, now)
 
 
@@ -216,6 +225,10 @@ def offer(
         thread, _ = _party_thread(session, thread_id, account_id)
         _refuse_unless_open(thread, now)
         raise OutOfTurn()
+    recipient = thread.opener_id if side == "poster" else thread.poster_id
+    webhooks.enqueue(
+        session, recipient, "thread.offer", moved.id, webhooks.thread_data(moved), now=now
+    )
     return view(moved, now)
 
 
@@ -233,6 +246,10 @@ def close(session: Session, account_id: str, thread_id: str, *, now: datetime) -
         _refuse_unless_open(thread, now)
         raise OutOfTurn()
     ledger.release_hold(session, closed.hold_id, now=now)
+    other = closed.opener_id if account_id == closed.poster_id else closed.poster_id
+    webhooks.enqueue(
+        session, other, "thread.closed", closed.id, webhooks.thread_data(closed), now=now
+    )
     return view(closed, now)
 
 
@@ -278,15 +295,19 @@ def mine(session: Session, account_id: str, *, now: datetime) -> list[dict]:
 
 
 def expire_due(session: Session, *, now: datetime) -> int:
-    """Mark open threads past their life as closed (their holds lapse in the ledger)."""
-    return (
-        session.execute(
-            update(_threads)
-            .where(_threads.c.status == "open", _threads.c.expires_at <= now)
-            .values(status="closed", updated_at=_threads.c.expires_at)
-        ).rowcount
-        or 0
-    )
+    """Mark open threads past their life as closed (their holds lapse in the ledger), and
+    tell both parties."""
+    closed = session.execute(
+        update(_threads)
+        .where(_threads.c.status == "open", _threads.c.expires_at <= now)
+        .values(status="closed", updated_at=_threads.c.expires_at)
+        .returning(*_threads.c)
+    ).all()
+    for thread in closed:
+        data = {**webhooks.thread_data(thread), "reason": "expired"}
+        for party in (thread.poster_id, thread.opener_id):
+            webhooks.enqueue(session, party, "thread.auto_closed", thread.id, data, now=now)
+    return len(closed)
 
 
 def finalize(
@@ -349,6 +370,9 @@ def finalize(
         category=listing.category,
         now=now,
     )
+    sealed = {"deal_id": deal.id, "thread_id": thread.id, "listing_id": thread.listing_id}
+    for party in (poster.id, negotiator.id):
+        webhooks.enqueue(session, party, "deal.sealed", deal.id, sealed, now=now)
     return deals.package(deal, poster.id, signer=signer, now=now)
 
 
@@ -367,6 +391,8 @@ def _auto_close_competitors(
         if closed != 1:  # locked and seen open above: nothing else can have moved it
             raise listings.ListingConflict()
         ledger.release_hold(session, other.hold_id, now=now)
+        data = {**webhooks.thread_data(other), "status": "closed", "reason": "sealed_elsewhere"}
+        webhooks.enqueue(session, other.opener_id, "thread.auto_closed", other.id, data, now=now)
 
 
 # --- Idempotency-Key wrappers: the same call, through any front door, happens once ----

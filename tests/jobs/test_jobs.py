@@ -64,6 +64,7 @@ def test_jobs_list_prints_each_job_name_first_then_its_period():
         ("expire-idempotency-keys", "3600s"),
         ("forget-spent-tokens", "3600s"),
         ("ledger-seal", "3600s"),
+        ("deliver-webhooks", "15s"),
         ("certification-checks", "3600s"),
         ("certification-badges", "86400s"),
         ("health-sample", "300s"),

@@ -1,0 +1,1 @@
+"""Events to agents: signed webhook deliveries of what happens to their threads and deals."""

@@ -1,0 +1,139 @@
+"""Webhook endpoints and the event outbox.
+
+`PUT /v1/account/webhook {url}` sets the endpoint and answers a new signing secret, once;
+`DELETE` removes it (events still waiting are dropped with it). An event is written only
+for an account that has an endpoint, in the same transaction as what it reports, so an
+event exists exactly when its cause was committed. Thread events name the thread, the
+listing, the terms and whose turn it is, never the counterparty: who it is stays hidden
+until a deal seals, as everywhere else."""
+
+from __future__ import annotations
+
+import base64
+import json
+import secrets
+import uuid
+from datetime import datetime
+from typing import Any
+from urllib.parse import urlsplit
+
+from sqlalchemy import bindparam, delete, select
+from sqlalchemy.orm import Session
+
+from agent_broker import clock
+from agent_broker.db.prepared import Prepared, dialect_insert
+from agent_broker.problems import InvalidInput
+from agent_broker.webhooks.models import WebhookEndpoint, WebhookEvent
+
+EVENT_TYPES = (
+    "thread.opened",
+    "thread.offer",
+    "thread.closed",
+    "thread.auto_closed",
+    "deal.sealed",
+    "deal.rated",
+    "deal.disputed",
+)
+MAX_URL = 2048
+
+_endpoints = WebhookEndpoint.__table__
+_events = WebhookEvent.__table__
+_ENDPOINT = Prepared(
+    select(_endpoints.c.url).where(_endpoints.c.account_id == bindparam("account_id"))
+)
+_FORGET_ENDPOINT = Prepared(
+    delete(_endpoints).where(_endpoints.c.account_id == bindparam("account_id"))
+)
+_FORGET_EVENTS = Prepared(
+    delete(_events).where(
+        _events.c.account_id == bindparam("account_id"), _events.c.delivered_at.is_(None)
+    )
+)
+_INSERT_EVENT = Prepared(
+    _events.insert().values({c.key: bindparam(c.key) for c in _events.c if c.key != "sequence"})
+)
+
+
+def _upsert_endpoint(dialect_name: str) -> Any:
+    statement = dialect_insert(dialect_name, _endpoints).values(
+        account_id=bindparam("account_id"),
+        url=bindparam("url"),
+        secret=bindparam("secret"),
+        created_at=bindparam("now"),
+    )
+    return statement.on_conflict_do_update(
+        index_elements=[_endpoints.c.account_id],
+        set_={"url": statement.excluded.url, "secret": statement.excluded.secret},
+    )
+
+
+_SET_ENDPOINT = Prepared(_upsert_endpoint)
+
+
+def new_secret() -> str:
+    """A Standard Webhooks secret: `whsec_` and 32 random bytes in base64."""
+    return "whsec_" + base64.b64encode(secrets.token_bytes(32)).decode()
+
+
+def checked_url(url: str) -> str:
+    """An https URL with a host; where it resolves is checked at each delivery."""
+    parts = urlsplit(url.strip())
+    if len(url) > MAX_URL or parts.scheme != "https" or not parts.hostname:
+        raise InvalidInput("url must be an https URL with a host, at most 2,048 characters.")
+    return url.strip()
+
+
+def set_endpoint(session: Session, account_id: str, url: str, *, now: datetime) -> dict:
+    secret = new_secret()
+    _SET_ENDPOINT.execute(
+        session, account_id=account_id, url=checked_url(url), secret=secret, now=now
+    )
+    return {"url": url.strip(), "secret": secret}
+
+
+def delete_endpoint(session: Session, account_id: str) -> None:
+    _FORGET_EVENTS.execute(session, account_id=account_id)
+    _FORGET_ENDPOINT.execute(session, account_id=account_id)
+
+
+def enqueue(
+    session: Session,
+    account_id: str,
+    event_type: str,
+    subject: str,
+    data: dict[str, Any],
+    *,
+    now: datetime,
+) -> None:
+    """Write the event for the account, if it has an endpoint (one indexed lookup)."""
+    assert event_type in EVENT_TYPES, event_type
+    if _ENDPOINT.scalar(session, account_id=account_id) is None:
+        return
+    payload = {"type": event_type, "timestamp": clock.rfc3339(now), "data": data}
+    _INSERT_EVENT.execute(
+        session,
+        id=f"msg_{uuid.uuid4().hex}",
+        account_id=account_id,
+        subject=subject,
+        type=event_type,
+        payload=json.dumps(payload, separators=(",", ":"), ensure_ascii=False),
+        created_at=now,
+        attempts=0,
+        next_attempt_at=now,
+        delivered_at=None,
+        failed_at=None,
+        last_error=None,
+    )
+
+
+def thread_data(thread: Any) -> dict[str, Any]:
+    """What a thread event tells: the thread's own fields, as either party may read them
+    (the counterparty is not among them)."""
+    return {
+        "thread_id": thread.id,
+        "listing_id": thread.listing_id,
+        "status": thread.status,
+        "turn": thread.turn,
+        "diff": thread.diff,
+        "expires_at": clock.rfc3339(thread.expires_at),
+    }

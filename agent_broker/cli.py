@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 import typer
 from pydantic import ValidationError
 
+from agent_broker.client.cli import agent_app
 from agent_broker.config import Settings
 
 if TYPE_CHECKING:
@@ -32,6 +33,7 @@ app.add_typer(admin_app, name="admin")
 app.add_typer(jobs_app, name="jobs")
 app.add_typer(keys_app, name="keys")
 app.add_typer(ledger_app, name="ledger")
+app.add_typer(agent_app, name="agent")
 
 
 NOT_MIGRATED = "database is not migrated; run `agent-broker db upgrade`"

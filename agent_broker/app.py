@@ -30,6 +30,7 @@ from agent_broker.ledger.routes import router as ledger_router
 from agent_broker.ledger.verdict import latest_verdict_status
 from agent_broker.listings.routes import router as listings_router
 from agent_broker.logging import configure as configure_logging
+from agent_broker.market.routes import router as market_router
 from agent_broker.mcp_tools.server import mount as mount_mcp
 from agent_broker.mcp_tools.server import running as running_mcp
 from agent_broker.meta.a2a import a2a_endpoint
@@ -68,6 +69,7 @@ ROUTERS = (
     reputation_router,
     meta_router,
     discovery_router,
+    market_router,
     x402_router,
     tokens_router,
     ledger_router,

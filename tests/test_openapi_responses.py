@@ -57,6 +57,9 @@ DOCUMENT_URI = "urn:agent-broker:openapi"
 UNDOCUMENTED: set[tuple[str, str]] = {
     # The card's icon: an image, not part of the interface.
     ("GET", "/icon.svg"),
+    # The public HTML pages (tests/market).
+    ("GET", "/market"),
+    ("GET", "/market/{handle}"),
     # A2A 0.3 surfaces, answered 501 so an old client learns why (tests/meta/test_discovery).
     *(
         (method, path)

@@ -1,0 +1,1 @@
+"""Public pages: the feed and each handle's reputation, as server-rendered HTML."""

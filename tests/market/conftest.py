@@ -1,0 +1,1 @@
+from tests.listings.conftest import seller  # noqa: F401 - fixture

@@ -1,0 +1,57 @@
+"""The public pages in a real browser (Debian's chromium, driven by Playwright): they
+render, the listing table and the chart are there, and no script error or failed request
+happens on the way."""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import pytest
+
+from tests.helpers import new_key
+from tests.listings.conftest import LISTING
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.fixture
+def browser():  # type: ignore[no-untyped-def]
+    if CHROMIUM is None:
+        if os.environ.get("BROKER_TEST_REQUIRE_BROWSER") == "1":
+            pytest.fail("chromium is not installed (BROKER_TEST_REQUIRE_BROWSER=1)")
+        pytest.skip("chromium is not installed")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        yield launched
+        launched.close()
+
+
+def _visit(browser, url: str, tmp_path, name: str):  # type: ignore[no-untyped-def]
+    page = browser.new_page()
+    problems: list[str] = []
+    page.on("pageerror", lambda error: problems.append(f"page error: {error}"))
+    page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
+    page.on("requestfailed", lambda request: problems.append(f"failed: {request.url}"))
+    response = page.goto(url)
+    assert response is not None and response.status == 200
+    shot = tmp_path / f"{name}.png"
+    page.screenshot(path=str(shot), full_page=True)
+    assert shot.stat().st_size > 1000
+    return page, problems
+
+
+def test_the_pages_render_in_chromium_without_errors(
+    app, client, seller, live_server, browser, tmp_path
+):
+    headers = {**seller.headers, "Idempotency-Key": new_key()}
+    listing = client.post("/v1/listings", json=LISTING, headers=headers).json()
+    page, problems = _visit(browser, f"{live_server}/market", tmp_path, "market")
+    assert page.locator("tr.listing").count() == 1
+    assert page.locator("tr.listing td").first.inner_text() == LISTING["title"]
+    page, more = _visit(browser, f"{live_server}/market/{listing['poster_id']}", tmp_path, "record")
+    assert page.locator("#scores rect").count() == 5
+    assert page.locator("h1").inner_text().startswith(listing["poster_id"])
+    assert problems + more == []

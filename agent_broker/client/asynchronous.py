@@ -8,12 +8,11 @@ from typing import Any
 import httpx
 
 from agent_broker.client.calls import ATTEMPTS, RETRY_STATUSES, Call
-from agent_broker.client.operations import Operations
-from agent_broker.client.payment import PAYMENT_REQUIRED, PAYMENT_SIGNATURE, payment_header
-from agent_broker.client.sync import _body
+from agent_broker.client.core import ClientCore
+from agent_broker.client.payment import PAYMENT_SIGNATURE
 
 
-class AsyncClient(Operations):
+class AsyncClient(ClientCore):
     def __init__(
         self,
         base_url: str,
@@ -64,25 +63,3 @@ class AsyncClient(Operations):
         return await self._http.request(
             call.method, call.path, params=call.params or None, json=call.json, headers=headers
         )
-
-    def _payable(self, response: httpx.Response, headers: dict[str, str]) -> bool:
-        return bool(
-            self._wallet is not None
-            and response.status_code == 402
-            and PAYMENT_REQUIRED in response.headers
-            and "x-api-key" not in headers
-            and PAYMENT_SIGNATURE not in headers
-        )
-
-    def _pay(self, response: httpx.Response) -> str:
-        return payment_header(self._wallet, response.headers[PAYMENT_REQUIRED])
-
-    def _answer(self, call: Call, response: httpx.Response) -> Any:
-        body = _body(response)
-        opened = body.get("new_account") if isinstance(body, dict) else None
-        if isinstance(opened, dict) and opened.get("api_key"):
-            self.api_key = opened["api_key"]  # a wallet's first payment opened the account
-        result = call.answer(response.status_code, body)
-        if call.keeps_key and getattr(result, "api_key", None):
-            self.api_key = result.api_key
-        return result

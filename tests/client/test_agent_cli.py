@@ -35,37 +35,27 @@ def _trader(app, live_server: str, name: str):  # type: ignore[no-untyped-def]
     return made, agent
 
 
+POST = (
+    "post",
+    "--title",
+    LISTING["title"],
+    "--category",
+    LISTING["category"],
+    "--type",
+    LISTING["listing_type"],
+    "--body",
+    LISTING["body"],
+)
+
+
 def test_a_whole_deal_from_the_shell(app, live_server):
     seller_made, seller = _trader(app, live_server, "seller")
     buyer_made, buyer = _trader(app, live_server, "buyer")
-    refused = seller(
-        "post",
-        "--title",
-        LISTING["title"],
-        "--category",
-        LISTING["category"],
-        "--type",
-        LISTING["listing_type"],
-        "--body",
-        LISTING["body"],
-        ok=False,
-    )
+    refused = seller(*POST, ok=False)
     assert refused["reason"] == "insufficient_funds_self"
     for made in (seller_made, buyer_made):
         fund(app, made["account_id"], POSTING_FEE_MICRO + DEAL_FEE_MICRO, real_money=True)
-    listing = seller(
-        "post",
-        "--title",
-        LISTING["title"],
-        "--category",
-        LISTING["category"],
-        "--type",
-        LISTING["listing_type"],
-        "--body",
-        LISTING["body"],
-        "--price-micro",
-        "2500000",
-    )
+    listing = seller(*POST, "--price-micro", "2500000")
     found = buyer("feed", "--q", "deduplicate", "--sort", "price_desc")
     assert [item["id"] for item in found["listings"]] == [listing["id"]]
     assert buyer("listing", listing["id"])["body"] == LISTING["body"]

@@ -1,0 +1,48 @@
+"""What the blocking and the asyncio client share besides their transport: the key they
+act with, the wallet that pays a 402, and turning a response into an answer."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+
+from agent_broker.client.calls import Call
+from agent_broker.client.operations import Operations
+from agent_broker.client.payment import PAYMENT_REQUIRED, PAYMENT_SIGNATURE, payment_header
+
+
+def response_body(response: httpx.Response) -> Any:
+    if not response.content:
+        return None
+    try:
+        return response.json()
+    except ValueError:
+        return {"detail": response.text}
+
+
+class ClientCore(Operations):
+    api_key: str | None
+    _wallet: Any
+
+    def _payable(self, response: httpx.Response, headers: dict[str, str]) -> bool:
+        return bool(
+            self._wallet is not None
+            and response.status_code == 402
+            and PAYMENT_REQUIRED in response.headers
+            and "x-api-key" not in headers
+            and PAYMENT_SIGNATURE not in headers
+        )
+
+    def _pay(self, response: httpx.Response) -> str:
+        return payment_header(self._wallet, response.headers[PAYMENT_REQUIRED])
+
+    def _answer(self, call: Call, response: httpx.Response) -> Any:
+        body = response_body(response)
+        opened = body.get("new_account") if isinstance(body, dict) else None
+        if isinstance(opened, dict) and opened.get("api_key"):
+            self.api_key = opened["api_key"]  # a wallet's first payment opened the account
+        result = call.answer(response.status_code, body)
+        if call.keeps_key and getattr(result, "api_key", None):
+            self.api_key = result.api_key
+        return result

@@ -22,8 +22,15 @@ def response_body(response: httpx.Response) -> Any:
 
 
 class ClientCore(Operations):
-    api_key: str | None
-    _wallet: Any
+    def __init__(
+        self, api_key: str | None, wallet: Any, backoff_seconds: float, owns_http: bool
+    ) -> None:
+        """`wallet` (an eth-account key or LocalAccount): with no API key, a payable call's
+        402 is paid with it (x402) and the account it opens keeps its key here."""
+        self.api_key = api_key
+        self._wallet = wallet
+        self._backoff = backoff_seconds
+        self._owns_http = owns_http
 
     def _payable(self, response: httpx.Response, headers: dict[str, str]) -> bool:
         return bool(

@@ -23,13 +23,8 @@ class Client(ClientCore):
         backoff_seconds: float = 0.5,
         wallet: Any = None,
     ) -> None:
-        """`wallet` (an eth-account key or LocalAccount): with no API key, a payable call's
-        402 is paid with it (x402) and the account it opens keeps its key here."""
-        self.api_key = api_key
-        self._wallet = wallet
+        super().__init__(api_key, wallet, backoff_seconds, owns_http=http is None)
         self._http = http or httpx.Client(base_url=base_url.rstrip("/"), timeout=timeout)
-        self._owns_http = http is None
-        self._backoff = backoff_seconds
 
     def __enter__(self) -> Client:
         return self

@@ -25,6 +25,7 @@ from agent_broker.http.outbound import OutboundClient, OutboundPolicy
 from agent_broker.http.rate_limits import RateLimiter
 from agent_broker.http.request_id import RequestContextMiddleware, RequestObserver
 from agent_broker.http.responses import finish_document
+from agent_broker.http.routing import include_flat, index_routes
 from agent_broker.jobs.runner import Scheduler
 from agent_broker.ledger.routes import router as ledger_router
 from agent_broker.ledger.verdict import latest_verdict_status
@@ -138,6 +139,9 @@ def create_app(settings: Settings | None = None, *, run_jobs: bool | None = None
         version=RELEASE_TAG,
         description="Marketplace broker for automated agents.",
         lifespan=lifespan,
+        # FastAPI's own OpenTelemetry hooks: off, since the service counts and logs its
+        # requests itself (/metrics, the access line) and they cost a check per request.
+        telemetry={"tracing": False, "metrics": False, "logs": False},
     )
     app.state.settings = settings
     app.state.db = db
@@ -176,13 +180,12 @@ def create_app(settings: Settings | None = None, *, run_jobs: bool | None = None
     app.state.metrics = metrics
     if metrics:
         app.request_observers = (metrics.observe_request,)
-        app.include_router(metrics_router)
     install_handlers(app)
-    for router in ROUTERS:
-        app.include_router(router)
+    include_flat(app, ((metrics_router,) if metrics else ()) + ROUTERS)
     # A plain route, outside /openapi.json: its contract is A2A's (the card describes it).
     app.router.routes.append(a2a_route)
     mcp_server = mount_mcp(app)
+    index_routes(app)
     return app
 
 

@@ -11,9 +11,10 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from starlette.routing import BaseRoute, Match
 
-from agent_broker.http.routing import IndexedDispatch
+from agent_broker.http.routing import IndexedDispatch, index_routes
 
-pytestmark = pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+# Matching does not depend on the database.
+sqlite_only = pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
 
 _PARAM = re.compile(r"\{[^}]+\}")
 
@@ -52,6 +53,7 @@ def _requests(app: FastAPI) -> list[tuple[str, str]]:
     return requests
 
 
+@sqlite_only
 def test_the_index_picks_the_scans_route_for_every_request(app: FastAPI) -> None:
     dispatch = app.router.middleware_stack
     assert isinstance(dispatch, IndexedDispatch)
@@ -65,6 +67,7 @@ def test_the_index_picks_the_scans_route_for_every_request(app: FastAPI) -> None
     assert checked > 60  # every route of the app was reached through the index
 
 
+@sqlite_only
 def test_routes_are_flat(app: FastAPI) -> None:
     """No included router is left as a group to be scanned at request time."""
     assert all(getattr(route, "original_router", None) is None for route in app.router.routes)
@@ -72,6 +75,7 @@ def test_routes_are_flat(app: FastAPI) -> None:
     assert {"/v1/account", "/v1/feed", "/v1/threads/{thread_id}", "/health"} <= paths
 
 
+@sqlite_only
 def test_misses_keep_the_routers_answers(client: TestClient) -> None:
     missing = client.get("/v1/nowhere")
     assert missing.status_code == 404
@@ -84,6 +88,7 @@ def test_misses_keep_the_routers_answers(client: TestClient) -> None:
     assert client.get("/health").status_code == 200
 
 
+@sqlite_only
 def test_a_route_added_after_the_app_is_built_is_found(app: FastAPI) -> None:
     async def late() -> dict:
         return {"late": True}
@@ -94,3 +99,31 @@ def test_a_route_added_after_the_app_is_built_is_found(app: FastAPI) -> None:
         answer = client.get("/late-route")
     assert answer.status_code == 200
     assert answer.json() == {"late": True}
+
+
+def test_order_holds_across_prefixes_of_different_lengths() -> None:
+    """Routes placed by one, two or no literal segments, interleaved: the first route that
+    matches in the app's order still wins, and a mount is found below its path."""
+    shapes = FastAPI()
+
+    def named(name: str):  # type: ignore[no-untyped-def]
+        async def endpoint() -> dict:
+            return {"route": name}
+
+        return endpoint
+
+    for path, name in [
+        ("/a/{x}", "a-param"),
+        ("/a/b", "a-b"),
+        ("/{y}/c", "any-c"),
+        ("/a/b/{z}", "a-b-z"),
+        ("/{anything:path}", "catch-all"),
+    ]:
+        shapes.add_api_route(path, named(name))
+    index_routes(shapes)
+    with TestClient(shapes) as client:
+        assert client.get("/a/b").json() == {"route": "a-param"}  # declared first
+        assert client.get("/a/c").json() == {"route": "a-param"}
+        assert client.get("/q/c").json() == {"route": "any-c"}
+        assert client.get("/a/b/1").json() == {"route": "a-b-z"}
+        assert client.get("/z/z/z").json() == {"route": "catch-all"}

@@ -25,7 +25,7 @@ from agent_broker.http.outbound import OutboundClient, OutboundPolicy
 from agent_broker.http.rate_limits import RateLimiter
 from agent_broker.http.request_id import RequestContextMiddleware, RequestObserver
 from agent_broker.http.responses import finish_document
-from agent_broker.http.routing import include_flat, index_routes
+from agent_broker.http.routing import BrokerRoute, include_flat, index_routes
 from agent_broker.jobs.runner import Scheduler
 from agent_broker.ledger.routes import router as ledger_router
 from agent_broker.ledger.verdict import latest_verdict_status
@@ -143,6 +143,8 @@ def create_app(settings: Settings | None = None, *, run_jobs: bool | None = None
         # requests itself (/metrics, the access line) and they cost a check per request.
         telemetry={"tracing": False, "metrics": False, "logs": False},
     )
+    # Routes declared on the app itself (tests, extensions) end their sessions like the rest.
+    app.router.route_class = BrokerRoute
     app.state.settings = settings
     app.state.db = db
     app.state.rate_limiter = RateLimiter(settings)

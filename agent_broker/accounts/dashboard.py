@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Request
+from fastapi import Request
 from pydantic import BaseModel, Field
 
 from agent_broker.accounts import service
@@ -14,8 +14,9 @@ from agent_broker.db.dispatch import db_bound
 from agent_broker.db.session import WriteSession
 from agent_broker.http.auth import KEY_OR_SESSION, Caller, authenticated
 from agent_broker.http.responses import problems
+from agent_broker.http.routing import broker_router
 
-router = APIRouter(prefix="/dashboard", tags=["dashboard"])
+router = broker_router(prefix="/dashboard", tags=["dashboard"])
 Operator = Annotated[Caller, authenticated(kinds=KEY_OR_SESSION, writes=True)]
 
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Request, Response
+from fastapi import Request, Response
 
 from agent_broker import clock
 from agent_broker.accounts import service
@@ -21,8 +21,9 @@ from agent_broker.http.auth import KEY_OR_SESSION, Caller, authenticated
 from agent_broker.http.client_ip import client_ip
 from agent_broker.http.idempotency import OptionalIdempotency, answer
 from agent_broker.http.responses import problems
+from agent_broker.http.routing import broker_router
 
-router = APIRouter(prefix="/v1/account", tags=["accounts"])
+router = broker_router(prefix="/v1/account", tags=["accounts"])
 
 # The account routes accept an API key or (once built) a dashboard session.
 Reader = Annotated[Caller, authenticated(kinds=KEY_OR_SESSION)]

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Request, Response
+from fastapi import Request, Response
 from fastapi.responses import PlainTextResponse
 
 from agent_broker import clock
@@ -14,8 +14,9 @@ from agent_broker.db.session import ReadSession, WriteSession
 from agent_broker.http.auth import Caller, authenticated
 from agent_broker.http.idempotency import RequiredIdempotency, answer
 from agent_broker.http.responses import problems
+from agent_broker.http.routing import broker_router
 
-router = APIRouter(tags=["certification"])
+router = broker_router(tags=["certification"])
 
 
 class MarkdownResponse(PlainTextResponse):

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Request, Response
+from fastapi import Request, Response
 
 from agent_broker import clock
 from agent_broker.db.dispatch import db_bound
@@ -11,8 +11,9 @@ from agent_broker.deals import feedback, service
 from agent_broker.deals.schemas import DealPackage, RatingRequest
 from agent_broker.http.auth import Caller, authenticated
 from agent_broker.http.responses import problems
+from agent_broker.http.routing import broker_router
 
-router = APIRouter(prefix="/v1", tags=["deals"])
+router = broker_router(prefix="/v1", tags=["deals"])
 
 Party = Annotated[Caller, authenticated(metered=True, writes=True)]
 MeteredReader = Annotated[Caller, authenticated(metered=True)]

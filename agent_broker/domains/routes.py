@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Request
+from fastapi import Request
 
 from agent_broker.db.dispatch import db_bound
 from agent_broker.db.session import ReadSession
@@ -10,8 +10,9 @@ from agent_broker.domains import proof, service
 from agent_broker.domains.schemas import DomainChallengeOut, DomainVerificationOut
 from agent_broker.http.auth import KEY_OR_SESSION, Caller, authenticated
 from agent_broker.http.responses import problems
+from agent_broker.http.routing import broker_router
 
-router = APIRouter(prefix="/v1/account/domain", tags=["accounts"])
+router = broker_router(prefix="/v1/account/domain", tags=["accounts"])
 
 
 @router.get("", response_model=DomainChallengeOut, responses=problems(400, 401, 403, 409))

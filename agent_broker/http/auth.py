@@ -157,7 +157,7 @@ def _dependency(policy: AuthPolicy) -> Any:
             request: Request,
             identity: Annotated[Identity | None, Depends(bearer_identity)],
             paid: Annotated[Settlement | None, Depends(payment)],
-            session: Annotated[Session, Depends(session_dependency, scope="function")],
+            session: Annotated[Session, Depends(session_dependency)],
             presented: Annotated[str | None, Depends(api_key_scheme)],
         ) -> Caller:
             return _resolve(request, session, presented, policy, identity, paid)
@@ -167,7 +167,7 @@ def _dependency(policy: AuthPolicy) -> Any:
         @db_bound
         def resolve_caller(
             request: Request,
-            session: Annotated[Session, Depends(session_dependency, scope="function")],
+            session: Annotated[Session, Depends(session_dependency)],
             presented: Annotated[str | None, Depends(api_key_scheme)],
         ) -> Caller:
             return _resolve(request, session, presented, policy)

@@ -11,13 +11,51 @@ answer stays exactly FastAPI's."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Coroutine, Sequence
+from typing import Any
 
-from fastapi import APIRouter, FastAPI
+from fastapi import APIRouter, FastAPI, Request, Response
+from fastapi.dependencies.models import Dependant
+from fastapi.routing import APIRoute
 from starlette.routing import BaseRoute, Host, Match
 from starlette.types import Receive, Scope, Send
 
+from agent_broker.db.session import TRANSACTIONS, RequestTransactions, read_session, write_session
+
 _Key = tuple[str, ...]
+
+
+_SESSION_DEPENDENCIES = (read_session, write_session)
+
+
+def _asks_for_a_session(dependant: Dependant) -> bool:
+    return any(
+        sub.call in _SESSION_DEPENDENCIES or _asks_for_a_session(sub)
+        for sub in dependant.dependencies
+    )
+
+
+class BrokerRoute(APIRoute):
+    """A route whose request sessions (agent_broker.db.session.ReadSession/WriteSession)
+    end with its handler: committed once the handler has built the response, before it is
+    sent, and rolled back if the handler raises, before the problem handler answers."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+        if not _asks_for_a_session(self.dependant):
+            return handler
+
+        async def in_request_transactions(request: Request) -> Response:
+            opened = request.scope[TRANSACTIONS] = RequestTransactions(request.app.state.db)
+            try:
+                response = await handler(request)
+            except BaseException as error:
+                await opened.end(error)
+                raise
+            await opened.end(None)
+            return response
+
+        return in_request_transactions
 
 
 def include_flat(app: FastAPI, routers: Sequence[APIRouter]) -> None:
@@ -34,6 +72,9 @@ def include_flat(app: FastAPI, routers: Sequence[APIRouter]) -> None:
         context = route.include_context  # type: ignore[attr-defined]
         if context.prefix or context.dependencies:
             raise ValueError("a router included with a prefix or dependencies cannot be flat")
+        for included in original.routes:
+            if isinstance(included, APIRoute) and not isinstance(included, BrokerRoute):
+                raise TypeError(f"{included.path}: declare its router with route_class=BrokerRoute")
         flat.extend(original.routes)
     app.router.routes[:] = flat
 
@@ -114,6 +155,11 @@ class IndexedDispatch:
                 await route.handle(scope, receive, send)
                 return
         await self._scan(scope, receive, send)
+
+
+def broker_router(**options: Any) -> APIRouter:
+    """An APIRouter whose routes are BrokerRoutes."""
+    return APIRouter(route_class=BrokerRoute, **options)
 
 
 def index_routes(app: FastAPI) -> None:

@@ -2,16 +2,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 
 from agent_broker import clock
 from agent_broker.db.dispatch import db_bound
 from agent_broker.db.session import ReadSession
+from agent_broker.http.routing import broker_router
 from agent_broker.ledger import verdict
 from agent_broker.ledger.schemas import LedgerUnavailable, LedgerVerdict
 
-router = APIRouter(prefix="/v1", tags=["ledger"])
+router = broker_router(prefix="/v1", tags=["ledger"])
 
 
 @router.get(

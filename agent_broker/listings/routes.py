@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Query, Request, Response
+from fastapi import Query, Request, Response
 
 from agent_broker import clock
 from agent_broker.db.dispatch import db_bound
@@ -10,11 +10,12 @@ from agent_broker.db.session import ReadSession, WriteSession
 from agent_broker.http.auth import Caller, authenticated
 from agent_broker.http.idempotency import RequiredIdempotency, answer
 from agent_broker.http.responses import problems
+from agent_broker.http.routing import broker_router
 from agent_broker.http.screening import Screens
 from agent_broker.listings import service
 from agent_broker.listings.schemas import FeedPage, ListingOut, PostListingRequest
 
-router = APIRouter(prefix="/v1", tags=["listings"])
+router = broker_router(prefix="/v1", tags=["listings"])
 
 Poster = Annotated[Caller, authenticated(metered=True, writes=True)]
 MeteredReader = Annotated[Caller, authenticated(metered=True)]

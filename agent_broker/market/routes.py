@@ -6,20 +6,21 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Query, Request
+from fastapi import Query, Request
 from fastapi.responses import HTMLResponse
 
 from agent_broker import clock
 from agent_broker.db.dispatch import db_bound
 from agent_broker.db.session import ReadSession
 from agent_broker.http.client_ip import client_ip
+from agent_broker.http.routing import broker_router
 from agent_broker.listings import service as listings
 from agent_broker.market import pages
 from agent_broker.problems import Problem
 from agent_broker.reputation import records
 from agent_broker.reputation.schemas import PublicReputation
 
-router = APIRouter(tags=["pages"], include_in_schema=False)
+router = broker_router(tags=["pages"], include_in_schema=False)
 PAGE_SIZE = 20
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
-from fastapi import APIRouter, Request, Response
+from fastapi import Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.exposition import generate_latest
@@ -31,6 +31,7 @@ from prometheus_client.registry import Collector
 from sqlalchemy.orm import Session, sessionmaker
 
 from agent_broker.db.engine import Database
+from agent_broker.http.routing import broker_router
 from agent_broker.ledger.events import on_fees_committed
 
 VERDICT_STATES = ("ok", "broken", "unavailable")
@@ -123,7 +124,7 @@ class Metrics:
         return generate_latest(self.registry)
 
 
-router = APIRouter(include_in_schema=False)
+router = broker_router(include_in_schema=False)
 
 
 @router.get("/metrics")

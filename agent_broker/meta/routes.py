@@ -1,15 +1,16 @@
 from __future__ import annotations
 
-from fastapi import APIRouter, Request
+from fastapi import Request
 
 from agent_broker import RELEASE_TAG, clock
 from agent_broker.db.dispatch import db_bound
 from agent_broker.db.session import ReadSession
+from agent_broker.http.routing import broker_router
 from agent_broker.meta import service
 from agent_broker.meta.build import fingerprint
 from agent_broker.meta.schemas import Health, Stats, Status, Version
 
-router = APIRouter(tags=["meta"])
+router = broker_router(tags=["meta"])
 
 
 def _cache(request: Request) -> service.DocumentCache:

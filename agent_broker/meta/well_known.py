@@ -4,15 +4,16 @@ does not speak (501 a2a_version_not_supported)."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Request
+from fastapi import Request
 from fastapi.responses import PlainTextResponse, Response
 
 from agent_broker import clock
+from agent_broker.http.routing import broker_router
 from agent_broker.meta import agent_card, discovery
 from agent_broker.problems import NotFound, Problem, Reason
 from agent_broker.tokens.keys import Signer, card_signer_for
 
-router = APIRouter(tags=["discovery"])
+router = broker_router(tags=["discovery"])
 
 
 class MarkdownResponse(PlainTextResponse):

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Request
+from fastapi import Request
 from fastapi.responses import HTMLResponse, PlainTextResponse
 
 from agent_broker import clock
@@ -11,11 +11,12 @@ from agent_broker.db.session import ReadSession
 from agent_broker.http.auth import KEY_OR_SESSION, Caller, authenticated
 from agent_broker.http.client_ip import client_ip
 from agent_broker.http.responses import problems
+from agent_broker.http.routing import broker_router
 from agent_broker.payments import callbacks, pay_page, service
 from agent_broker.payments.schemas import CallbackReceived, CreateInvoiceRequest, InvoiceResponse
 
-dashboard = APIRouter(prefix="/dashboard", tags=["dashboard"])
-webhooks = APIRouter(prefix="/webhooks", tags=["webhooks"])
+dashboard = broker_router(prefix="/dashboard", tags=["dashboard"])
+webhooks = broker_router(prefix="/webhooks", tags=["webhooks"])
 
 
 @dashboard.post(

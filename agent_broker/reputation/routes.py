@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Request, Response
+from fastapi import Depends, Request, Response
 
 from agent_broker import clock
 from agent_broker.db.dispatch import db_bound
@@ -10,6 +10,7 @@ from agent_broker.db.session import ReadSession
 from agent_broker.http.auth import KEY_OR_OAUTH, Caller, authenticated
 from agent_broker.http.client_ip import client_ip
 from agent_broker.http.responses import problems
+from agent_broker.http.routing import broker_router
 from agent_broker.reputation import attestation, records
 from agent_broker.reputation.schemas import (
     AttestationChallenge,
@@ -17,7 +18,7 @@ from agent_broker.reputation.schemas import (
     ReputationAttestation,
 )
 
-router = APIRouter(prefix="/v1", tags=["reputation"])
+router = broker_router(prefix="/v1", tags=["reputation"])
 
 Minter = Annotated[Caller, authenticated(kinds=KEY_OR_OAUTH)]
 

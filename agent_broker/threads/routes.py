@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Request, Response
+from fastapi import Request, Response
 
 from agent_broker import clock
 from agent_broker.db.dispatch import db_bound
@@ -11,11 +11,12 @@ from agent_broker.deals.schemas import DealPackage
 from agent_broker.http.auth import KEY_OR_OAUTH, Caller, authenticated
 from agent_broker.http.idempotency import RequiredIdempotency, answer
 from agent_broker.http.responses import problems
+from agent_broker.http.routing import broker_router
 from agent_broker.http.screening import Screens
 from agent_broker.threads import service
 from agent_broker.threads.schemas import DiffRequest, ThreadOut, ThreadRead
 
-router = APIRouter(prefix="/v1", tags=["threads"])
+router = broker_router(prefix="/v1", tags=["threads"])
 
 Trader = Annotated[Caller, authenticated(metered=True, writes=True)]
 # Finalize also takes an agent OAuth token, once per token (409 oauth_token_replay).

@@ -1,15 +1,16 @@
 from __future__ import annotations
 
-from fastapi import APIRouter, Response
+from fastapi import Response
 
 from agent_broker import clock
 from agent_broker.db.dispatch import db_bound
 from agent_broker.db.session import ReadSession
+from agent_broker.http.routing import broker_router
 from agent_broker.tokens import registry
 from agent_broker.tokens.schemas import KeyDocument
 from agent_broker.tokens.startup import lifespan
 
-router = APIRouter(tags=["meta"], lifespan=lifespan)
+router = broker_router(tags=["meta"], lifespan=lifespan)
 
 USAGE = (
     "Verify PASETO v4.public tokens issued by this service with the key whose kid matches "

@@ -2,17 +2,18 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Response
+from fastapi import Response
 
 from agent_broker import clock
 from agent_broker.db.dispatch import db_bound
 from agent_broker.db.session import WriteSession
 from agent_broker.http.auth import Caller, authenticated
 from agent_broker.http.responses import problems
+from agent_broker.http.routing import broker_router
 from agent_broker.webhooks import service
 from agent_broker.webhooks.schemas import WebhookOut, WebhookRequest
 
-router = APIRouter(prefix="/v1/account", tags=["accounts"])
+router = broker_router(prefix="/v1/account", tags=["accounts"])
 Owner = Annotated[Caller, authenticated(writes=True)]
 
 

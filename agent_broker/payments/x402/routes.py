@@ -1,11 +1,12 @@
 from __future__ import annotations
 
-from fastapi import APIRouter, Request
+from fastapi import Request
 
+from agent_broker.http.routing import broker_router
 from agent_broker.payments.x402.manifest import manifest
 from agent_broker.problems import NotFound
 
-router = APIRouter(tags=["x402"])
+router = broker_router(tags=["x402"])
 
 
 @router.get(

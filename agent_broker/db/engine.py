@@ -16,6 +16,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from agent_broker.config import Settings
 from agent_broker.db.dispatch import THREADS, PerLoop
+from agent_broker.db.reads import LightSession
 
 BEGIN_MODE = "agent_broker_begin"
 MAX_OVERFLOW = 20  # connections opened beyond the pool's size under a burst, then closed
@@ -27,7 +28,8 @@ class Database:
     engine: Engine
     # Sessions that will write: on SQLite they take the write lock at BEGIN.
     writer: sessionmaker[Session]
-    # Sessions that only read: a deferred BEGIN, never blocking writers.
+    # Sessions that only read: a deferred BEGIN, never blocking writers; light ones
+    # (agent_broker.db.reads).
     reader: sessionmaker[Session]
 
     # SQLite only: write requests of this process take turns here before BEGIN IMMEDIATE,
@@ -75,10 +77,13 @@ def _configure_sqlite(engine: Engine, busy_timeout_ms: int) -> None:
 
     @event.listens_for(engine, "begin")
     def _on_begin(conn):  # type: ignore[no-untyped-def]
+        dbapi_connection = conn.connection.dbapi_connection
+        if dbapi_connection.in_transaction:
+            return  # a light read session began it already (agent_broker.db.reads)
         mode = conn.get_execution_options().get(BEGIN_MODE, "IMMEDIATE")
         # Straight to the driver: this runs for every request, and exec_driver_sql's
         # execution machinery costs several times the statement itself.
-        conn.connection.dbapi_connection.execute(_BEGIN[mode])
+        dbapi_connection.execute(_BEGIN[mode])
 
 
 def create_database(settings: Settings) -> Database:
@@ -100,6 +105,7 @@ def create_database(settings: Settings) -> Database:
         )
         _configure_sqlite(engine, settings.sqlite_busy_timeout_ms)
         reader_bind = engine.execution_options(**{BEGIN_MODE: "DEFERRED"})
+        begin_read: str | None = _BEGIN["DEFERRED"]
     else:
         engine = create_engine(
             url,
@@ -109,6 +115,7 @@ def create_database(settings: Settings) -> Database:
             hide_parameters=True,
         )
         reader_bind = engine
+        begin_read = None
     # Sessions know whether their blocking work may run on the event loop and, when not, on
     # how many threads (see dispatch).
     inline = url.get_backend_name() == "sqlite"
@@ -120,7 +127,13 @@ def create_database(settings: Settings) -> Database:
     return Database(
         engine=engine,
         writer=sessionmaker(bind=engine, expire_on_commit=False, info=info),
-        reader=sessionmaker(bind=reader_bind, expire_on_commit=False, info=info),
+        reader=sessionmaker(
+            class_=LightSession,
+            bind=reader_bind,
+            begin_sql=begin_read,
+            expire_on_commit=False,
+            info=info,
+        ),
         serialise_writes=inline,
         session_slots=slots,
     )

@@ -27,6 +27,8 @@ from sqlalchemy.orm import Session
 from sqlalchemy.sql import ClauseElement
 from sqlalchemy.sql.compiler import SQLCompiler
 
+from agent_broker.db.reads import LightSession
+
 Processor = Callable[[Any], Any] | None
 # One bind: (name in the SQL, caller's key or None for a fixed value, processor, fixed value)
 _Bind = tuple[str, str | None, Processor, Any]
@@ -114,6 +116,8 @@ def _connection_of(session: Session, prepared: Prepared) -> tuple[_Compiled, Any
     """The compiled statement and the DBAPI connection of the session's transaction,
     remembered per transaction: asking the session for its connection on every statement
     costs more than the statement."""
+    if isinstance(session, LightSession):
+        return prepared._compiled(session.dialect), session.dbapi_connection()
     transaction = session.get_transaction()
     cached = session.info.get(_CONNECTION)
     if cached is None or transaction is None or cached[0] is not transaction:

@@ -19,7 +19,9 @@ from agent_broker.config import Settings
 from agent_broker.db.engine import create_database
 from agent_broker.deals.routes import router as deals_router
 from agent_broker.domains.routes import router as domains_router
+from agent_broker.http.auth import security_requirements
 from agent_broker.http.body import BodyGuardMiddleware
+from agent_broker.http.identity import SECURITY_SCHEMES
 from agent_broker.http.jwt_bearer import JwtVerifier, KeySetSource
 from agent_broker.http.outbound import OutboundClient, OutboundPolicy
 from agent_broker.http.rate_limits import RateLimiter
@@ -103,6 +105,8 @@ class BrokerAPI(FastAPI):
                 super().openapi(),
                 protocol_bindings=protocol_bindings(self.state.settings),
                 payable=self.state.payable if self.state.x402 is not None else (),
+                security=security_requirements(self.routes),
+                security_schemes=SECURITY_SCHEMES,
             )
         return self.openapi_schema
 

@@ -1,4 +1,4 @@
-"""Light read sessions (agent_broker.db.reads) on SQLite and PostgreSQL: prepared
+"""Light read sessions (agent_broker.db.light) on SQLite and PostgreSQL: prepared
 statements and ORM work of one session share one DBAPI connection and so one
 transaction, every way out hands the connection back to the pool, and a read transaction
 never outlives its session."""
@@ -13,8 +13,8 @@ from sqlalchemy import bindparam, insert, select
 
 from agent_broker.accounts.models import Account
 from agent_broker.db.engine import create_database
+from agent_broker.db.light import LightSession
 from agent_broker.db.prepared import Prepared
-from agent_broker.db.reads import LightSession
 
 _accounts = Account.__table__
 _COUNT = Prepared(select(_accounts.c.id).where(_accounts.c.handle == bindparam("handle")))

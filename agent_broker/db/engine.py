@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from agent_broker.config import Settings
 from agent_broker.db.dispatch import THREADS, PerLoop
-from agent_broker.db.reads import LightSession
+from agent_broker.db.light import LightSession
 
 BEGIN_MODE = "agent_broker_begin"
 MAX_OVERFLOW = 20  # connections opened beyond the pool's size under a burst, then closed
@@ -28,8 +28,8 @@ class Database:
     engine: Engine
     # Sessions that will write: on SQLite they take the write lock at BEGIN.
     writer: sessionmaker[Session]
-    # Sessions that only read: a deferred BEGIN, never blocking writers; light ones
-    # (agent_broker.db.reads).
+    # Sessions that only read: a deferred BEGIN, never blocking writers. Both kinds are
+    # light sessions (agent_broker.db.light).
     reader: sessionmaker[Session]
 
     # SQLite only: write requests of this process take turns here before BEGIN IMMEDIATE,
@@ -79,7 +79,7 @@ def _configure_sqlite(engine: Engine, busy_timeout_ms: int) -> None:
     def _on_begin(conn):  # type: ignore[no-untyped-def]
         dbapi_connection = conn.connection.dbapi_connection
         if dbapi_connection.in_transaction:
-            return  # a light read session began it already (agent_broker.db.reads)
+            return  # a light session began it already (agent_broker.db.light)
         mode = conn.get_execution_options().get(BEGIN_MODE, "IMMEDIATE")
         # Straight to the driver: this runs for every request, and exec_driver_sql's
         # execution machinery costs several times the statement itself.
@@ -106,6 +106,7 @@ def create_database(settings: Settings) -> Database:
         _configure_sqlite(engine, settings.sqlite_busy_timeout_ms)
         reader_bind = engine.execution_options(**{BEGIN_MODE: "DEFERRED"})
         begin_read: str | None = _BEGIN["DEFERRED"]
+        begin_write: str | None = _BEGIN["IMMEDIATE"]
     else:
         engine = create_engine(
             url,
@@ -115,7 +116,7 @@ def create_database(settings: Settings) -> Database:
             hide_parameters=True,
         )
         reader_bind = engine
-        begin_read = None
+        begin_read = begin_write = None
     # Sessions know whether their blocking work may run on the event loop and, when not, on
     # how many threads (see dispatch).
     inline = url.get_backend_name() == "sqlite"
@@ -126,7 +127,13 @@ def create_database(settings: Settings) -> Database:
         info[THREADS] = PerLoop(lambda: CapacityLimiter(threads))
     return Database(
         engine=engine,
-        writer=sessionmaker(bind=engine, expire_on_commit=False, info=info),
+        writer=sessionmaker(
+            class_=LightSession,
+            bind=engine,
+            begin_sql=begin_write,
+            expire_on_commit=False,
+            info=info,
+        ),
         reader=sessionmaker(
             class_=LightSession,
             bind=reader_bind,

@@ -27,7 +27,7 @@ from sqlalchemy.orm import Session
 from sqlalchemy.sql import ClauseElement
 from sqlalchemy.sql.compiler import SQLCompiler
 
-from agent_broker.db.reads import LightSession
+from agent_broker.db.light import LightSession
 
 Processor = Callable[[Any], Any] | None
 # One bind: (name in the SQL, caller's key or None for a fixed value, processor, fixed value)

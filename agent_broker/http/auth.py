@@ -9,20 +9,25 @@ today, and x402 payments on the metered routes when payments are on (settled bef
 route's transaction opens, agent_broker.payments.x402). A policy that does not list a
 kind refuses it, so a route opens to a new kind only by saying so."""
 
-# No `from __future__ import annotations`: FastAPI must read the real annotations of the
-# dependency built per policy below, which name a local (the policy's session).
-
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Any
 
 from fastapi import Depends, Request
 from sqlalchemy.orm import Session
 
 from agent_broker.accounts import credentials, identities
 from agent_broker.accounts.caller import Caller, CredentialKind
-from agent_broker.db.dispatch import db_bound, run
-from agent_broker.db.session import read_session, transaction, write_session
-from agent_broker.http.identity import Identity, api_key_scheme, oauth_identity, session_identity
+from agent_broker.db.dispatch import run
+from agent_broker.db.session import request_transactions, transaction
+from agent_broker.http.identity import (
+    API_KEY_SCHEME,
+    BEARER_SCHEME,
+    Identity,
+    oauth_identity,
+    presented_key,
+    session_identity,
+)
 from agent_broker.payments.x402.gate import challenge_problem, settled_payment
 from agent_broker.payments.x402.service import Settlement
 from agent_broker.problems import ApiKeyDisabled, Forbidden, IdentityConflict, Unauthorized
@@ -128,11 +133,10 @@ def _by_payment(session: Session, paid: Settlement) -> Caller:
     return Caller(account=account, via=CredentialKind.x402)
 
 
-async def _nothing() -> None:
-    return None
+Bearer = Callable[[Request], Awaitable[Identity | None]]
 
 
-def _bearer_dependency(policy: AuthPolicy) -> Any:
+def _bearer_of(policy: AuthPolicy) -> Bearer | None:
     """The bearer token a policy accepts: a session or an agent's OAuth token (no route
     takes both), or None: the route ignores the Authorization header."""
     if CredentialKind.session in policy.kinds:
@@ -142,66 +146,39 @@ def _bearer_dependency(policy: AuthPolicy) -> Any:
     return None
 
 
+def security_of(policy: AuthPolicy) -> tuple[str, ...]:
+    """The credentials /openapi.json lists for a route with this policy, in its order."""
+    if _bearer_of(policy) is not None:
+        return (BEARER_SCHEME, API_KEY_SCHEME)
+    return (API_KEY_SCHEME,)
+
+
 def _dependency(policy: AuthPolicy) -> Any:
-    if policy.detached:
-        return _detached_dependency(policy)
-    session_dependency = write_session if policy.writes else read_session
-
-    bearer_identity = _bearer_dependency(policy) or _nothing
-    payment = settled_payment if policy.metered else _nothing
-    if bearer_identity is not _nothing or payment is not _nothing:
-        # The identity and the payment come first: they may call out to the network (key
-        # sets, the facilitator), which happens with no database session open.
-        @db_bound
-        def resolve_caller(
-            request: Request,
-            identity: Annotated[Identity | None, Depends(bearer_identity)],
-            paid: Annotated[Settlement | None, Depends(payment)],
-            session: Annotated[Session, Depends(session_dependency)],
-            presented: Annotated[str | None, Depends(api_key_scheme)],
-        ) -> Caller:
-            return _resolve(request, session, presented, policy, identity, paid)
-
-    else:
-
-        @db_bound
-        def resolve_caller(
-            request: Request,
-            session: Annotated[Session, Depends(session_dependency)],
-            presented: Annotated[str | None, Depends(api_key_scheme)],
-        ) -> Caller:
-            return _resolve(request, session, presented, policy)
-
-    resolve_caller.policy = policy  # type: ignore[attr-defined]
-    return resolve_caller
-
-
-def _detached_dependency(policy: AuthPolicy) -> Any:
-    if policy.metered:
+    """One dependency, the request its only parameter: each dependency FastAPI solves per
+    request costs more than reading a header, so the credentials are read here."""
+    bearer = _bearer_of(policy)
+    if policy.metered and policy.detached:
         raise ValueError("a payable route cannot be detached (a payment settles before it)")
 
-    async def resolve(request: Request, presented: str | None, identity: Identity | None) -> Caller:
-        async with transaction(request.app.state.db, write=False) as session:
-            return await run(session, _resolve, request, session, presented, policy, identity)
-
-    bearer_identity = _bearer_dependency(policy)
-    if bearer_identity is not None:
-
-        async def resolve_caller(
-            request: Request,
-            identity: Annotated[Identity | None, Depends(bearer_identity)],
-            presented: Annotated[str | None, Depends(api_key_scheme)],
-        ) -> Caller:
-            return await resolve(request, presented, identity)
-
-    else:
-
-        async def resolve_caller(
-            request: Request, presented: Annotated[str | None, Depends(api_key_scheme)]
-        ) -> Caller:
-            return await resolve(request, presented, None)
+    async def resolve_caller(request: Request) -> Caller:
+        # The identity and the payment come first: they may call out to the network (key
+        # sets, the facilitator), which happens with no database session open.
+        identity = await bearer(request) if bearer is not None else None
+        paid = await settled_payment(request) if policy.metered else None
+        presented = presented_key(request)
+        if policy.detached:
+            # A short transaction of its own, closed before the route runs.
+            async with transaction(request.app.state.db, write=False) as session:
+                return await run(
+                    session, _resolve, request, session, presented, policy, identity, paid
+                )
+        # The request's own session, which the route's ReadSession/WriteSession then gets.
+        session = await request_transactions(request).session(write=policy.writes)
+        return await run(session, _resolve, request, session, presented, policy, identity, paid)
 
     resolve_caller.policy = policy  # type: ignore[attr-defined]
+    # BrokerRoute ends the request's session for a route whose caller opened it.
+    resolve_caller.opens_request_session = not policy.detached  # type: ignore[attr-defined]
     return resolve_caller
 
 
@@ -228,3 +205,15 @@ def policy_of(route: Any) -> AuthPolicy | None:
         if isinstance(policy, AuthPolicy):
             return policy
     return None
+
+
+def security_requirements(routes: Iterable[Any]) -> dict[tuple[str, str], tuple[str, ...]]:
+    """(path, method) -> the credentials /openapi.json lists, for every declared route."""
+    requirements: dict[tuple[str, str], tuple[str, ...]] = {}
+    for route in routes:
+        policy = policy_of(route)
+        if policy is None or not getattr(route, "include_in_schema", False):
+            continue
+        for method in route.methods:
+            requirements[(route.path, method.lower())] = security_of(policy)
+    return requirements

@@ -3,13 +3,10 @@ the request's database session opens (verifying may fetch the issuer's keys), an
 link between such an identity and an account, made by a call that carries the token
 together with the account's valid API key."""
 
-# No `from __future__ import annotations`: FastAPI reads these dependencies' annotations.
-
 from dataclasses import dataclass
-from typing import Annotated
 
-from fastapi import Depends, Request
-from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
+from fastapi import Request
+from fastapi.security.utils import get_authorization_scheme_param
 from sqlalchemy.orm import Session
 
 from agent_broker import clock
@@ -21,12 +18,35 @@ from agent_broker.http.jwt_bearer import InvalidToken
 from agent_broker.problems import ApiKeyDisabled, Unauthorized
 
 API_KEY_HEADER = "x-api-key"
-# Declare the schemes in /openapi.json; the auth seam resolves them.
-api_key_scheme = APIKeyHeader(name=API_KEY_HEADER, auto_error=False)
-bearer_scheme = HTTPBearer(
-    auto_error=False,
-    description="Identity-provider session or agent OAuth token (JWT), where a route takes one",
-)
+# How /openapi.json names the two credentials a route may take (agent_broker.http.auth
+# declares, per route, which ones; agent_broker.http.responses writes them out).
+API_KEY_SCHEME = "APIKeyHeader"
+BEARER_SCHEME = "HTTPBearer"
+SECURITY_SCHEMES = {
+    API_KEY_SCHEME: {"type": "apiKey", "in": "header", "name": API_KEY_HEADER},
+    BEARER_SCHEME: {
+        "type": "http",
+        "scheme": "bearer",
+        "description": (
+            "Identity-provider session or agent OAuth token (JWT), where a route takes one"
+        ),
+    },
+}
+
+
+def presented_key(request: Request) -> str | None:
+    """The API key the request carries, if any (read straight from the header: a
+    dependency per credential costs FastAPI more than the whole check)."""
+    return request.headers.get(API_KEY_HEADER) or None
+
+
+def bearer_token(request: Request) -> str | None:
+    """The token of an `Authorization: Bearer <token>` header; None for no header or
+    another scheme (the route then treats the request as carrying no bearer token)."""
+    scheme, credentials = get_authorization_scheme_param(request.headers.get("authorization"))
+    if not credentials or scheme.lower() != "bearer":
+        return None
+    return credentials
 
 
 @dataclass(frozen=True)
@@ -41,24 +61,16 @@ class Identity:
     token: tuple[str, str, int] | None = None
 
 
-async def session_identity(
-    request: Request,
-    bearer: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer_scheme)],
-    presented: Annotated[str | None, Depends(api_key_scheme)],
-) -> Identity | None:
+async def session_identity(request: Request) -> Identity | None:
     """The identity of a dashboard session, verified before any database session opens (it
     may fetch the issuer's keys). A session presented with the account's API key links
     the two if the identity reaches no account yet."""
-    return await _bearer_identity(request, bearer, presented, CredentialKind.session)
+    return await _bearer_identity(request, CredentialKind.session)
 
 
-async def oauth_identity(
-    request: Request,
-    bearer: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer_scheme)],
-    presented: Annotated[str | None, Depends(api_key_scheme)],
-) -> Identity | None:
+async def oauth_identity(request: Request) -> Identity | None:
     """The identity and scopes of an agent OAuth access token, verified like a session."""
-    return await _bearer_identity(request, bearer, presented, CredentialKind.oauth)
+    return await _bearer_identity(request, CredentialKind.oauth)
 
 
 _VERIFIERS = {
@@ -67,12 +79,8 @@ _VERIFIERS = {
 }
 
 
-async def _bearer_identity(
-    request: Request,
-    bearer: HTTPAuthorizationCredentials | None,
-    presented: str | None,
-    kind: CredentialKind,
-) -> Identity | None:
+async def _bearer_identity(request: Request, kind: CredentialKind) -> Identity | None:
+    bearer = bearer_token(request)
     if bearer is None:
         return None
     attribute, plural, singular = _VERIFIERS[kind]
@@ -80,7 +88,7 @@ async def _bearer_identity(
     if verifier is None:
         raise Unauthorized(f"{plural} are not enabled on this deployment.")
     try:
-        token = await verifier.verify(bearer.credentials)
+        token = await verifier.verify(bearer)
     except InvalidToken as exc:
         raise Unauthorized(f"The {singular} is not valid: {exc}.") from None
     identity = Identity(issuer=token.issuer, subject=token.subject, via=kind)
@@ -91,6 +99,7 @@ async def _bearer_identity(
         scopes = frozenset(scope.split()) if isinstance(scope, str) else frozenset()
         spent = (token.issuer, jti, int(token.claims["exp"]))
         identity = Identity(token.issuer, token.subject, kind, scopes, spent)
+    presented = presented_key(request)
     if presented:
         await _link_once(request, identity, presented)
     return identity

@@ -4,7 +4,7 @@ document FastAPI builds."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from http import HTTPStatus
 from typing import Annotated, Any
 
@@ -234,13 +234,35 @@ def with_payment_challenges(
     return schema
 
 
+def with_security(
+    schema: dict[str, Any],
+    schemes: Mapping[str, dict[str, Any]],
+    requirements: Mapping[tuple[str, str], Sequence[str]],
+) -> dict[str, Any]:
+    """The credentials each operation takes, as (path, method) -> scheme names: the auth
+    seam reads them from the request itself, so FastAPI does not see them to list them."""
+    used: set[str] = set()
+    for (path, method), names in requirements.items():
+        operation = schema.get("paths", {}).get(path, {}).get(method)
+        if operation is not None and names:
+            operation["security"] = [{name: []} for name in names]
+            used.update(names)
+    if used:
+        components = schema.setdefault("components", {})
+        components["securitySchemes"] = {name: schemes[name] for name in schemes if name in used}
+    return schema
+
+
 def finish_document(
     schema: dict[str, Any],
     *,
     protocol_bindings: Sequence[str],
     payable: Sequence[tuple[str, str]] = (),
+    security: Mapping[tuple[str, str], Sequence[str]] | None = None,
+    security_schemes: Mapping[str, dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """The post-processing of the document FastAPI builds for one app."""
+    schema = with_security(schema, security_schemes or {}, security or {})
     schema = with_payment_challenges(schema, payable)
     schema = without_framework_422(schema)
     schema = with_success_shapes_apart(schema)

@@ -30,7 +30,9 @@ _SESSION_DEPENDENCIES = (read_session, write_session)
 
 def _asks_for_a_session(dependant: Dependant) -> bool:
     return any(
-        sub.call in _SESSION_DEPENDENCIES or _asks_for_a_session(sub)
+        sub.call in _SESSION_DEPENDENCIES
+        or getattr(sub.call, "opens_request_session", False)
+        or _asks_for_a_session(sub)
         for sub in dependant.dependencies
     )
 

@@ -59,7 +59,7 @@ def _forget_spent_tokens(session: Session, settings: Settings, now: datetime) ->
 def _ledger_seal(session: Session, settings: Settings, now: datetime) -> str:
     # The sealer keeps its own short transactions (agent_broker.ledger.sealer), so it
     # never holds the write lock while it re-verifies the journal.
-    return sealer.run(session.get_bind(), now=now).outcome
+    return sealer.run(session.bind, now=now).outcome
 
 
 JOBS: dict[str, Job] = {

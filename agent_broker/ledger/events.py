@@ -22,6 +22,10 @@ _PENDING = "agent_broker.ledger.pending_fees"
 
 def fee_captured(session: Session, *, kind: str, amount_micro: int) -> None:
     """Note a fee journalled in this session's current transaction (or savepoint)."""
+    if session.get_transaction() is None:
+        # A light session (agent_broker.db.light) that has only run prepared statements:
+        # give it the ORM transaction whose commit tells the listeners.
+        session.begin()
     tag = session.get_nested_transaction() or session.get_transaction()
     session.info.setdefault(_PENDING, []).append((tag, kind, amount_micro))
 

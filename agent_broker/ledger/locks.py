@@ -21,7 +21,7 @@ _wallets = LedgerAccount.__table__
 
 def _serialised(session: Session) -> bool:
     # SQLite has one writer at a time: a lock statement would be a wasted round trip.
-    return session.get_bind().dialect.name == "sqlite"
+    return session.bind.dialect.name == "sqlite"
 
 
 def lock_wallets(session: Session, account_ids: Iterable[str]) -> None:

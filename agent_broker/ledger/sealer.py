@@ -190,7 +190,7 @@ def _final_through(session: Session) -> int:
     handed out, then wait until every transaction running at that moment has ended; a
     second round catches a writer that had drawn its value but not yet its transaction
     id. On timeout (a long transaction anywhere on the server), 0: pass no gap this run."""
-    if session.get_bind().dialect.name == "sqlite":
+    if session.bind.dialect.name == "sqlite":
         return sys.maxsize
     sequence_name = session.scalar(
         text("SELECT pg_get_serial_sequence('ledger_entries', 'sequence')")

@@ -198,7 +198,7 @@ def feed(session: Session, query: FeedQuery, *, now: datetime) -> dict:
         params["listing_type"] = query.listing_type
     if query.q is not None:
         terms = feed_statements.search_terms(query.q)
-        params["q"] = feed_statements.search_parameter(session.get_bind().dialect.name, terms)
+        params["q"] = feed_statements.search_parameter(session.bind.dialect.name, terms)
     if query.cursor:
         after = cursor.decode_position(query.cursor, query.sort)
         params["after_created"], params["after_id"] = after.created_at, after.listing_id

@@ -24,11 +24,11 @@ def register_current(session: Session, signer: Signer, *, now: datetime) -> None
     """Make `signer`'s key the current one: insert it if missing (re-activate it if it had
     been retired, e.g. a rollback) and retire every other current key at `now`. Idempotent,
     so every worker can run it at start-up; the last key started wins."""
-    if session.get_bind().dialect.name == "postgresql":
+    if session.bind.dialect.name == "postgresql":
         # Serialise registrations, so two workers starting with different keys cannot each
         # miss the other's uncommitted row and leave two current keys.
         session.execute(text("LOCK TABLE signing_keys IN SHARE ROW EXCLUSIVE MODE"))
-    insert = pg_insert if session.get_bind().dialect.name == "postgresql" else sqlite_insert
+    insert = pg_insert if session.bind.dialect.name == "postgresql" else sqlite_insert
     session.execute(
         insert(SigningKey)
         .values(kid=signer.kid, public_key_hex=signer.public_key_hex, activated_at=now)

@@ -1,13 +1,15 @@
-"""Read sessions that reach the database through a pooled DBAPI connection and build the
-ORM's transaction machinery only if something asks for it.
+"""Sessions that reach the database through a pooled DBAPI connection and build the ORM's
+transaction machinery only if something asks for it.
 
-A read request's statements are mostly prepared ones (agent_broker.db.prepared), which
-need nothing but the DBAPI connection; the ORM Session's connection, transaction and
-commit bookkeeping cost about 70 µs a request on top of the 10 µs the pool and the driver
-take (make bench). A `LightSession` checks a connection out of the engine's pool on its
-first statement and begins a read transaction on it itself. When ORM work follows
-(session.execute, session.get...), the session binds to a Connection wrapped around that
-same DBAPI connection, so every statement of the request still reads one snapshot."""
+Most of a request's statements are prepared ones (agent_broker.db.prepared), which need
+nothing but the DBAPI connection; the ORM Session's connection, transaction and commit
+bookkeeping cost about 70 µs a request on top of the 10 µs the pool and the driver take
+(make bench). A `LightSession` checks a connection out of the engine's pool on its first
+statement and begins the transaction on it itself (BEGIN IMMEDIATE for SQLite's writers,
+BEGIN DEFERRED for its readers; psycopg begins by itself). When ORM work follows
+(session.execute, session.get, a flush, a savepoint), the session binds to a Connection
+wrapped around that same DBAPI connection, so every statement of the session runs in the
+one transaction. Code that needs the engine reads `session.bind`, not get_bind()."""
 
 from __future__ import annotations
 
@@ -21,32 +23,38 @@ from sqlalchemy.pool import PoolProxiedConnection
 class LightSession(Session):
     def __init__(self, *, bind: Engine, begin_sql: str | None, **options: Any) -> None:
         super().__init__(bind=bind, **options)
-        self._reads_engine = bind
+        self._engine = bind
+        self.dialect = bind.dialect
         # SQLite's connections run with the driver in autocommit: the session says BEGIN.
-        # psycopg opens a transaction by itself on the first statement.
         self._begin_sql = begin_sql
         self._pooled: PoolProxiedConnection | None = None
         self._begun = False
         self._orm_bind: Connection | None = None
-        self.dialect = bind.dialect
 
     def dbapi_connection(self) -> Any:
-        """The DBAPI connection of this session's read transaction, begun if need be."""
+        """The DBAPI connection of this session's transaction, begun if need be."""
         if self._pooled is None:
-            self._pooled = self._reads_engine.pool.connect()
+            self._pooled = self._engine.pool.connect()
         dbapi_connection = self._pooled.dbapi_connection
         if not self._begun:
-            if self._begin_sql is not None:
+            # The ORM's own begin (the engine's "begin" event) may have come first.
+            if self._begin_sql is not None and not dbapi_connection.in_transaction:
                 dbapi_connection.execute(self._begin_sql)
             self._begun = True
         return dbapi_connection
 
     def get_bind(self, *args: Any, **kwargs: Any) -> Any:
+        # Every ORM path (execute, flush, savepoints) asks here for its connection.
         if self._orm_bind is None:
             self.dbapi_connection()
             assert self._pooled is not None
-            self._orm_bind = Connection(self._reads_engine, connection=self._pooled)
+            self._orm_bind = Connection(self._engine, connection=self._pooled)
         return self._orm_bind
+
+    def _has_orm_work(self) -> bool:
+        return self.in_transaction() or bool(
+            self._new or self._deleted or self.identity_map._modified
+        )
 
     def _end_pooled(self, succeeded: bool) -> None:
         if self._pooled is not None and self._begun:
@@ -58,19 +66,18 @@ class LightSession(Session):
         self._begun = False
 
     def commit(self) -> None:
-        if self._orm_bind is not None:
-            super().commit()
+        if self._has_orm_work():
+            super().commit()  # flushes, commits the connection, tells after_commit listeners
         self._end_pooled(True)
 
     def rollback(self) -> None:
-        if self._orm_bind is not None:
+        if self.in_transaction():
             super().rollback()
         self._end_pooled(False)
 
     def close(self) -> None:
         try:
-            if self._orm_bind is not None:
-                super().close()
+            super().close()
             self._end_pooled(False)
         finally:
             # The Connection owns the pooled connection once made: closing it checks the

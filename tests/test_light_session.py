@@ -95,3 +95,17 @@ def test_a_session_used_again_after_commit_begins_again(db):
         assert len(_COUNT.all(session, handle="afterward01")) == 1
         if db.engine.dialect.name == "sqlite":
             assert session.dbapi_connection().in_transaction
+
+
+def test_an_unreachable_database_raises_as_sqlalchemy_does(make_settings):
+    from sqlalchemy.exc import OperationalError
+
+    # Nothing listens on port 1: the connection is refused at once.
+    url = "postgresql+psycopg://broker@127.0.0.1:1/broker"
+    unreachable = create_database(make_settings(database_url=url))
+    try:
+        for factory in (unreachable.reader, unreachable.writer):
+            with factory() as session, pytest.raises(OperationalError):
+                session.dbapi_connection()
+    finally:
+        unreachable.dispose()

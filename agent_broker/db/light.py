@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from sqlalchemy import Connection, Engine
+from sqlalchemy import exc as sa_exc
 from sqlalchemy.orm import Session
 from sqlalchemy.pool import PoolProxiedConnection
 
@@ -33,14 +34,25 @@ class LightSession(Session):
 
     def dbapi_connection(self) -> Any:
         """The DBAPI connection of this session's transaction, begun if need be."""
-        if self._pooled is None:
-            self._pooled = self._engine.pool.connect()
-        dbapi_connection = self._pooled.dbapi_connection
-        if not self._begun:
-            # The ORM's own begin (the engine's "begin" event) may have come first.
-            if self._begin_sql is not None and not dbapi_connection.in_transaction:
-                dbapi_connection.execute(self._begin_sql)
-            self._begun = True
+        try:
+            if self._pooled is None:
+                self._pooled = self._engine.pool.connect()
+            dbapi_connection = self._pooled.dbapi_connection
+            if not self._begun:
+                # The ORM's own begin (the engine's "begin" event) may have come first.
+                if self._begin_sql is not None and not dbapi_connection.in_transaction:
+                    dbapi_connection.execute(self._begin_sql)
+                self._begun = True
+        except self.dialect.loaded_dbapi.Error as error:
+            # Raised as SQLAlchemy raises it through a Connection (OperationalError...).
+            raise sa_exc.DBAPIError.instance(
+                self._begin_sql or "connect",
+                None,
+                error,
+                self.dialect.loaded_dbapi.Error,
+                hide_parameters=True,
+                dialect=self.dialect,
+            ) from error
         return dbapi_connection
 
     def get_bind(self, *args: Any, **kwargs: Any) -> Any:

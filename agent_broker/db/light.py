@@ -89,7 +89,8 @@ class LightSession(Session):
 
     def close(self) -> None:
         try:
-            super().close()
+            if self._has_orm_work() or self._orm_bind is not None or self.identity_map:
+                super().close()
             self._end_pooled(False)
         finally:
             # The Connection owns the pooled connection once made: closing it checks the

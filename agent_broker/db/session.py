@@ -6,12 +6,11 @@ the end runs where the database's blocking work runs (agent_broker.db.dispatch).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextlib import AbstractAsyncContextManager
 from typing import Annotated
 
 from fastapi import Depends, Request
-from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.orm import Session
 
 from agent_broker.db.dispatch import run
 from agent_broker.db.engine import Database
@@ -27,35 +26,49 @@ def _finish(session: Session, succeeded: bool) -> None:
         session.close()
 
 
-async def _end(session: Session, succeeded: bool) -> None:
-    await run(session, _finish, session, succeeded)
+class _Transaction:
+    """`async with transaction(db, write=...) as session`: the session slot and, for a
+    writer on SQLite, the write gate are taken first; the session is committed when the
+    block ends, rolled back if it raises, closed either way, and what was taken is given
+    back. A plain class, not a generator: this runs for every request."""
+
+    __slots__ = ("db", "write", "session", "_taken")
+
+    def __init__(self, db: Database, write: bool) -> None:
+        self.db = db
+        self.write = write
+        self._taken: list[AbstractAsyncContextManager[object]] = []
+
+    async def __aenter__(self) -> Session:
+        try:
+            for held in (self.db.session_slot(), self.db.write_gate() if self.write else None):
+                if held is not None:
+                    await held.__aenter__()
+                    self._taken.append(held)
+        except BaseException:
+            await self._give_back()
+            raise
+        self.session = (self.db.writer if self.write else self.db.reader)()
+        return self.session
+
+    async def __aexit__(self, kind: object, error: BaseException | None, _tb: object) -> bool:
+        try:
+            await run(self.session, _finish, self.session, error is None)
+        finally:
+            await self._give_back()
+        return False  # an error goes on to the problem handler
+
+    async def _give_back(self) -> None:
+        while self._taken:
+            await self._taken.pop().__aexit__(None, None, None)
 
 
-@asynccontextmanager
-async def _transaction(factory: sessionmaker[Session]) -> AsyncIterator[Session]:
-    # A context manager, not a nested generator: an exception thrown into the request's
-    # dependency must reach this rollback at once, not when the generator is collected.
-    session = factory()
-    try:
-        yield session
-    except BaseException:
-        await _end(session, False)
-        raise
-    await _end(session, True)
-
-
-@asynccontextmanager
-async def transaction(db: Database, *, write: bool) -> AsyncIterator[Session]:
+def transaction(db: Database, *, write: bool) -> AbstractAsyncContextManager[Session]:
     """One transaction, committed when the block ends and rolled back if it raises. Most
     routes get theirs from the dependencies below; a route that must make a network call
     opens its own on either side of it, holding neither a session nor the write gate
     while it waits on the network."""
-    if write:
-        async with db.session_slot(), db.write_gate(), _transaction(db.writer) as session:
-            yield session
-    else:
-        async with db.session_slot(), _transaction(db.reader) as session:
-            yield session
+    return _Transaction(db, write)
 
 
 class RequestTransactions:

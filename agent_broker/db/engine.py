@@ -125,22 +125,16 @@ def create_database(settings: Settings) -> Database:
     if slots is not None:
         threads = slots + 1
         info[THREADS] = PerLoop(lambda: CapacityLimiter(threads))
+
+    def light_sessions(bind: Engine, begin_sql: str | None) -> sessionmaker[Session]:
+        return sessionmaker(
+            class_=LightSession, bind=bind, begin_sql=begin_sql, expire_on_commit=False, info=info
+        )
+
     return Database(
         engine=engine,
-        writer=sessionmaker(
-            class_=LightSession,
-            bind=engine,
-            begin_sql=begin_write,
-            expire_on_commit=False,
-            info=info,
-        ),
-        reader=sessionmaker(
-            class_=LightSession,
-            bind=reader_bind,
-            begin_sql=begin_read,
-            expire_on_commit=False,
-            info=info,
-        ),
+        writer=light_sessions(engine, begin_write),
+        reader=light_sessions(reader_bind, begin_read),
         serialise_writes=inline,
         session_slots=slots,
     )

@@ -41,7 +41,7 @@ class _Compiled:
         "binds",
         "keys",
         "row",
-        "processors",
+        "processing",
         "dbapi_error",
         "dialect",
     )
@@ -65,7 +65,9 @@ class _Compiled:
         if not columns and getattr(statement, "_returning", ()):
             columns = list(statement.exported_columns)  # type: ignore[attr-defined]
         self.row = namedtuple("Row", [c.key for c in columns], rename=True) if columns else None
-        self.processors = [c.type._cached_result_processor(dialect, None) for c in columns]
+        processors = [c.type._cached_result_processor(dialect, None) for c in columns]
+        # Only the columns whose type converts what the driver returns (timestamps...).
+        self.processing = [(i, p) for i, p in enumerate(processors) if p is not None]
 
     @staticmethod
     def _bind(compiled: SQLCompiler, name: str, defaults: dict[str, Any]) -> _Bind:
@@ -104,9 +106,12 @@ class _Compiled:
 
     def to_row(self, raw: Sequence[Any]) -> Any:
         assert self.row is not None
-        return self.row._make(
-            [p(v) if p is not None else v for p, v in zip(self.processors, raw, strict=True)]
-        )
+        if not self.processing:
+            return self.row._make(raw)
+        values = list(raw)
+        for index, process in self.processing:
+            values[index] = process(values[index])
+        return self.row._make(values)
 
 
 _CONNECTION = "agent_broker.prepared.connection"

@@ -119,3 +119,20 @@ def test_an_api_key_holds_every_scope_and_a_token_only_its_own():
     token = Caller(account=account, via=CredentialKind.oauth, scopes=frozenset({"read"}))
     assert key.has_scope("account:write") and key.has_scope("read")
     assert token.has_scope("read") and not token.has_scope("account:write")
+
+
+def test_the_caller_is_resolved_before_any_session_opens():
+    """FastAPI solves a route's dependencies in the order they are declared. The caller
+    comes first wherever one is declared: its bearer token or payment may call out to the
+    network, which must happen before the request's session (and SQLite's write gate) is
+    taken (agent_broker.db.session.RequestTransactions)."""
+    from agent_broker.db.session import read_session, write_session
+
+    for router in ROUTERS:
+        for route in router.routes:
+            if not isinstance(route, APIRoute) or policy_of(route) is None:
+                continue
+            calls = [dependency.call for dependency in route.dependant.dependencies]
+            caller = next(i for i, call in enumerate(calls) if hasattr(call, "policy"))
+            sessions = [i for i, call in enumerate(calls) if call in (read_session, write_session)]
+            assert all(caller < i for i in sessions), route.path

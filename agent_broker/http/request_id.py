@@ -16,6 +16,7 @@ import logging
 import re
 import secrets
 import time
+import traceback
 from collections.abc import Callable
 
 import structlog
@@ -34,6 +35,15 @@ RequestObserver = Callable[[str, str, int, float], None]
 log = structlog.get_logger("agent_broker.access")
 # Asked before each access line: a line below the configured level is then not even built.
 _access = logging.getLogger("agent_broker.access")
+
+
+def _stack(error: BaseException) -> list[str]:
+    """Where an error was raised, innermost last, as "file:line in function" (no message,
+    no source line)."""
+    return [
+        f"{frame.filename}:{frame.lineno} in {frame.name}"
+        for frame in traceback.extract_tb(error.__traceback__)
+    ]
 
 
 def accepted_request_id(value: str | None) -> str | None:
@@ -73,12 +83,13 @@ class RequestContextMiddleware:
         structlog.contextvars.clear_contextvars()
         structlog.contextvars.bind_contextvars(request_id=request_id)
         status = 500
+        answered = False
         started = time.perf_counter()
 
         async def send_with_id(message: Message) -> None:
-            nonlocal status
+            nonlocal status, answered
             if message["type"] == "http.response.start":
-                status = message["status"]
+                status, answered = message["status"], True
                 headers = [
                     (k, v) for k, v in message.get("headers", ()) if k.lower() != _HEADER_KEY
                 ]
@@ -88,6 +99,17 @@ class RequestContextMiddleware:
 
         try:
             await self.app(scope, receive, send_with_id)
+        except Exception as error:
+            if not answered:
+                raise
+            # Starlette's error middleware has answered 500 (the problem handler logged the
+            # error's type under this request's id) and raised the error again for the
+            # server, which would log it with its message: a database error's message can
+            # quote the values of a row (PostgreSQL's DETAIL line). Its stack is logged
+            # here instead, without the message, and the server is told nothing more.
+            log.error(
+                "unhandled_exception_stack", error_type=type(error).__name__, stack=_stack(error)
+            )
         finally:
             elapsed = time.perf_counter() - started
             method, route = scope.get("method", ""), route_template(scope)

@@ -24,7 +24,6 @@ from sqlalchemy.pool import PoolProxiedConnection
 class LightSession(Session):
     def __init__(self, *, bind: Engine, begin_sql: str | None, **options: Any) -> None:
         super().__init__(bind=bind, **options)
-        self._engine = bind
         self.dialect = bind.dialect
         # SQLite's connections run with the driver in autocommit: the session says BEGIN.
         self._begin_sql = begin_sql
@@ -36,7 +35,7 @@ class LightSession(Session):
         """The DBAPI connection of this session's transaction, begun if need be."""
         try:
             if self._pooled is None:
-                self._pooled = self._engine.pool.connect()
+                self._pooled = self.bind.pool.connect()
             dbapi_connection = self._pooled.dbapi_connection
             if not self._begun:
                 # The ORM's own begin (the engine's "begin" event) may have come first.
@@ -60,7 +59,7 @@ class LightSession(Session):
         if self._orm_bind is None:
             self.dbapi_connection()
             assert self._pooled is not None
-            self._orm_bind = Connection(self._engine, connection=self._pooled)
+            self._orm_bind = Connection(self.bind, connection=self._pooled)
         return self._orm_bind
 
     def _has_orm_work(self) -> bool:

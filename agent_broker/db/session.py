@@ -135,5 +135,10 @@ async def read_session(request: Request) -> Session:
     return await request_transactions(request).session(write=False)
 
 
+# BrokerRoute ends the transactions of a route that depends on any of these (the auth
+# seam's caller dependency carries the same mark).
+write_session.opens_request_session = True  # type: ignore[attr-defined]
+read_session.opens_request_session = True  # type: ignore[attr-defined]
+
 WriteSession = Annotated[Session, Depends(write_session)]
 ReadSession = Annotated[Session, Depends(read_session)]

@@ -20,19 +20,14 @@ from fastapi.routing import APIRoute
 from starlette.routing import BaseRoute, Host, Match
 from starlette.types import Receive, Scope, Send
 
-from agent_broker.db.session import TRANSACTIONS, RequestTransactions, read_session, write_session
+from agent_broker.db.session import TRANSACTIONS, RequestTransactions
 
 _Key = tuple[str, ...]
 
 
-_SESSION_DEPENDENCIES = (read_session, write_session)
-
-
 def _asks_for_a_session(dependant: Dependant) -> bool:
     return any(
-        sub.call in _SESSION_DEPENDENCIES
-        or getattr(sub.call, "opens_request_session", False)
-        or _asks_for_a_session(sub)
+        getattr(sub.call, "opens_request_session", False) or _asks_for_a_session(sub)
         for sub in dependant.dependencies
     )
 

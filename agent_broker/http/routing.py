@@ -17,10 +17,12 @@ from typing import Any
 from fastapi import APIRouter, FastAPI, Request, Response
 from fastapi.dependencies.models import Dependant
 from fastapi.routing import APIRoute
+from starlette._exception_handler import wrap_app_handling_exceptions
 from starlette.routing import BaseRoute, Host, Match
-from starlette.types import Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from agent_broker.db.session import TRANSACTIONS, RequestTransactions
+from agent_broker.http.handler import Handler, Unplanned, planned_handler
 
 _Key = tuple[str, ...]
 
@@ -35,10 +37,26 @@ def _asks_for_a_session(dependant: Dependant) -> bool:
 class BrokerRoute(APIRoute):
     """A route whose request sessions (agent_broker.db.session.ReadSession/WriteSession)
     end with its handler: committed once the handler has built the response, before it is
-    sent, and rolled back if the handler raises, before the problem handler answers."""
+    sent, and rolled back if the handler raises, before the problem handler answers.
+
+    Its handler is planned at startup (agent_broker.http.handler) when the route allows;
+    FastAPI's own handler stays for the rest, and for every request made while
+    dependency overrides are set."""
+
+    def __init__(self, path: str, endpoint: Callable[..., Any], **kwargs: Any) -> None:
+        super().__init__(path, endpoint, **kwargs)
+        try:
+            planned = planned_handler(self)
+        except Unplanned:
+            return
+        self.app = _planned_app(
+            self._in_request_transactions(planned), self.app, self.dependency_overrides_provider
+        )
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
-        handler = super().get_route_handler()
+        return self._in_request_transactions(super().get_route_handler())
+
+    def _in_request_transactions(self, handler: Handler) -> Handler:
         if not _asks_for_a_session(self.dependant):
             return handler
 
@@ -53,6 +71,25 @@ class BrokerRoute(APIRoute):
             return response
 
         return in_request_transactions
+
+
+def _planned_app(handler: Handler, fastapi_app: ASGIApp, overrides: Any) -> ASGIApp:
+    """What FastAPI's request_response does for a planned handler, without the two exit
+    stacks it opens for dependencies with yield (a planned route has none)."""
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        if overrides is not None and overrides.dependency_overrides:
+            await fastapi_app(scope, receive, send)
+            return
+        request = Request(scope, receive, send)
+
+        async def respond(scope: Scope, receive: Receive, send: Send) -> None:
+            response = await handler(request)
+            await response(scope, receive, send)
+
+        await wrap_app_handling_exceptions(respond, request)(scope, receive, send)
+
+    return app
 
 
 def include_flat(app: FastAPI, routers: Sequence[APIRouter]) -> None:

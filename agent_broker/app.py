@@ -128,6 +128,8 @@ def create_app(settings: Settings | None = None, *, run_jobs: bool | None = None
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        if db.checkpointer:
+            db.checkpointer.start()
         if scheduler:
             scheduler.start()
         try:
@@ -136,6 +138,8 @@ def create_app(settings: Settings | None = None, *, run_jobs: bool | None = None
         finally:
             if scheduler:
                 scheduler.stop()
+            if db.checkpointer:
+                db.checkpointer.stop()
             db.dispose()
 
     app = BrokerAPI(

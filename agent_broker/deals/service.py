@@ -81,6 +81,8 @@ def seal(
         }
         values.update({f"{side}_{name}": value for name, value in coordinates.items()})
     deal = _INSERT.one(session, **values)
+    # Sealing bills both sides (each fee is captured): both were active now, which a
+    # counting seal records with the rest of its reputation.
     if counts:
         reputation.record_seal(
             session,
@@ -88,8 +90,8 @@ def seal(
             category=category,
             now=now,
         )
-    # Sealing bills both sides (each fee is captured): both were active now.
-    reputation.touch(session, [poster.id, negotiator.id], now=now)
+    else:
+        reputation.touch(session, [poster.id, negotiator.id], now=now)
     return deal
 
 

@@ -39,6 +39,20 @@ _INSERT_POSTING = Prepared(
         amount_micro=bindparam("amount"),
     )
 )
+# Nearly every entry has two postings (a wallet and a book): one statement writes both,
+# in the entry's order, as two single inserts would.
+_INSERT_POSTING_PAIR = Prepared(
+    insert(_postings).values(
+        [
+            {
+                "entry_sequence": bindparam("sequence"),
+                "account_code": bindparam(f"code{i}"),
+                "amount_micro": bindparam(f"amount{i}"),
+            }
+            for i in (0, 1)
+        ]
+    )
+)
 # A debit lands only if the spendable balance covers it: the database refuses overdrafts.
 _DEBIT = Prepared(
     update(_wallet)
@@ -94,8 +108,14 @@ def post_entry(
         real_money=real_money,
         created_at=now,
     )
-    for code, amount in postings:
-        _INSERT_POSTING.execute(session, sequence=sequence, code=code, amount=amount)
+    if len(postings) == 2:
+        (code0, amount0), (code1, amount1) = postings
+        _INSERT_POSTING_PAIR.execute(
+            session, sequence=sequence, code0=code0, amount0=amount0, code1=code1, amount1=amount1
+        )
+    else:
+        for code, amount in postings:
+            _INSERT_POSTING.execute(session, sequence=sequence, code=code, amount=amount)
     return int(sequence)
 
 

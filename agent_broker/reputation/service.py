@@ -49,20 +49,22 @@ def _upsert_module(dialect: str):  # noqa: ANN202 - the dialect's module, for it
     return postgresql if dialect == "postgresql" else sqlite
 
 
-# rowcount is not reliable for ON CONFLICT on every driver: RETURNING says what landed.
-_REMEMBER_PAIR = Prepared(
+# Both sides of a pair in one statement, in account order (so two seals of the same pair
+# take the index entries in the same order). rowcount is not reliable for ON CONFLICT on
+# every driver: RETURNING names the sides whose pair was new.
+_REMEMBER_PAIRS = Prepared(
     lambda dialect: (
         _upsert_module(dialect)
         .insert(_pairs)
-        .values(account_id=bindparam("account_id"), counterparty_id=bindparam("counterparty_id"))
+        .values(
+            [
+                {"account_id": bindparam("first"), "counterparty_id": bindparam("second")},
+                {"account_id": bindparam("second"), "counterparty_id": bindparam("first")},
+            ]
+        )
         .on_conflict_do_nothing()
         .returning(_pairs.c.account_id)
     )
-)
-_NEW_COUNTERPARTY = Prepared(
-    update(_stats)
-    .where(_stats.c.account_id == bindparam("account_id"))
-    .values(counterparties=_stats.c.counterparties + 1)
 )
 _COUNT_SALE = Prepared(
     lambda dialect: (
@@ -75,11 +77,15 @@ _COUNT_SALE = Prepared(
         )
     )
 )
-_FIRST_DEAL = Prepared(
+# A counting seal's whole change to one account's stats: the trading clock starts at the
+# first deal, the account was active now, and a new counterparty counts once.
+_SEALED_STATS = Prepared(
     update(_stats)
     .where(_stats.c.account_id == bindparam("account_id"))
     .values(
-        first_deal_at=func.coalesce(_stats.c.first_deal_at, bindparam("now", type_=UTCDateTime()))
+        first_deal_at=func.coalesce(_stats.c.first_deal_at, bindparam("now", type_=UTCDateTime())),
+        last_active_at=bindparam("now", type_=UTCDateTime()),
+        counterparties=_stats.c.counterparties + bindparam("new_counterparties"),
     )
 )
 _TOUCH = Prepared(
@@ -156,31 +162,28 @@ def _bump_stats(session: Session, account_id: str, **increments: int) -> None:
     )
 
 
-def _count_pair(session: Session, account_id: str, counterparty_id: str) -> None:
-    """Remember the pair; count a new distinct counterparty only when it was unseen."""
-    added = _REMEMBER_PAIR.one_or_none(
-        session, account_id=account_id, counterparty_id=counterparty_id
-    )
-    if added is not None:
-        _NEW_COUNTERPARTY.execute(session, account_id=account_id)
-
-
 def _count_sale(session: Session, seller_id: str, category: str) -> None:
     _COUNT_SALE.execute(session, account_id=seller_id, category=category)
 
 
 def record_seal(session: Session, *, parties: dict[str, str], category: str, now: datetime) -> None:
     """A counting deal sealed: each party's facet for the role they played moves, the pair
-    is remembered, the seller's sale counts in the listing's category, and a first deal
-    starts the trading clock. `parties` maps role ('buyer', 'seller') to account id."""
+    is remembered, the seller's sale counts in the listing's category, a first deal
+    starts the trading clock, and both parties were active now. `parties` maps role
+    ('buyer', 'seller') to account id. Rows are written in account order."""
     for role, account_id in sorted(parties.items(), key=lambda item: item[1]):
         _SEALED_ONE_MORE.execute(session, account_id=account_id, role=role)
     buyer, seller = parties["buyer"], parties["seller"]
-    _count_pair(session, buyer, seller)
-    _count_pair(session, seller, buyer)
+    first, second = sorted((buyer, seller))
+    new = {row.account_id for row in _REMEMBER_PAIRS.all(session, first=first, second=second)}
     _count_sale(session, seller, category)
-    for account_id in sorted({buyer, seller}):
-        _FIRST_DEAL.execute(session, account_id=account_id, now=now)
+    for account_id in sorted({first, second}):
+        _SEALED_STATS.execute(
+            session,
+            account_id=account_id,
+            now=now,
+            new_counterparties=1 if account_id in new else 0,
+        )
 
 
 def record_rating(

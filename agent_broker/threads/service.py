@@ -21,6 +21,7 @@ from agent_broker.ledger import books
 from agent_broker.ledger import service as ledger
 from agent_broker.ledger.pricing import DEAL_FEE_MICRO
 from agent_broker.listings import service as listings
+from agent_broker.listings.models import Listing
 from agent_broker.listings.views import poster_role
 from agent_broker.problems import Forbidden, InvalidInput, NotFound, Reason
 from agent_broker.reputation import records as reputation_records
@@ -43,6 +44,19 @@ _threads = Thread.__table__
 
 # The statements of every negotiation step, prepared once (agent_broker.db.prepared).
 _THREAD = Prepared(select(_threads).where(_threads.c.id == bindparam("thread_id")))
+# The thread's listing, read and row-locked as listings.lock does, found by the thread's
+# id: a thread never changes listing, so a seal reads the thread only once, under the lock.
+_listings = Listing.__table__
+_LOCK_LISTING_OF = Prepared(
+    select(_listings)
+    .where(
+        _listings.c.id
+        == select(_threads.c.listing_id)
+        .where(_threads.c.id == bindparam("thread_id"))
+        .scalar_subquery()
+    )
+    .with_for_update()
+)
 _INSERT = inserting(_threads, returning=True)
 _OPEN_NOW = (
     _threads.c.id == bindparam("thread_id"),
@@ -305,8 +319,14 @@ def expire_due(session: Session, *, now: datetime) -> int:
     ).all()
     for thread in closed:
         data = {**webhooks.thread_data(thread), "reason": "expired"}
-        for party in (thread.poster_id, thread.opener_id):
-            webhooks.enqueue(session, party, "thread.auto_closed", thread.id, data, now=now)
+        webhooks.enqueue_for_both(
+            session,
+            (thread.poster_id, thread.opener_id),
+            "thread.auto_closed",
+            thread.id,
+            data,
+            now=now,
+        )
     return len(closed)
 
 
@@ -316,14 +336,16 @@ def finalize(
     """Seal the thread: capture the opener's held fee and charge the poster's, create the
     deal, mark the listing matched, auto-close competing threads and release their holds.
     One transaction: any refusal leaves everything as it was."""
+    # Locks in one order: the listing, its open threads, then every wallet the seal moves
+    # (ledger.locks). The listing lock serialises finalize against finalize and against
+    # opening; the thread is read under it, as a competing seal may have closed it. (A
+    # caller who is no party holds the lock only until its refusal rolls back.)
+    listing = _LOCK_LISTING_OF.one_or_none(session, thread_id=thread_id)
     thread, side = _party_thread(session, thread_id, poster.id)
     if side != "poster":
         raise Forbidden("Only the listing's poster may finalize; nothing moved.")
-    # Locks in one order: the listing, its open threads, then every wallet the seal moves
-    # (ledger.locks). The listing lock serialises finalize against finalize and against
-    # opening; the thread is read again under it, as a competing seal may have closed it.
-    listing = listings.lock(session, thread.listing_id)
-    thread, _ = _party_thread(session, thread_id, poster.id)
+    if listing is None:
+        raise NotFound("No such listing.")
     _refuse_unless_open(thread, now)
     if thread.turn != "poster":
         raise OutOfTurn("Your last offer is unanswered: the negotiator's diff must stand to seal.")
@@ -371,8 +393,9 @@ def finalize(
         now=now,
     )
     sealed = {"deal_id": deal.id, "thread_id": thread.id, "listing_id": thread.listing_id}
-    for party in (poster.id, negotiator.id):
-        webhooks.enqueue(session, party, "deal.sealed", deal.id, sealed, now=now)
+    webhooks.enqueue_for_both(
+        session, (poster.id, negotiator.id), "deal.sealed", deal.id, sealed, now=now
+    )
     return deals.package(deal, poster.id, signer=signer, now=now)
 
 

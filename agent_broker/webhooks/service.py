@@ -41,6 +41,12 @@ _events = WebhookEvent.__table__
 _ENDPOINT = Prepared(
     select(_endpoints.c.url).where(_endpoints.c.account_id == bindparam("account_id"))
 )
+# Which of two accounts have an endpoint (an event for both sides of a deal).
+_WITH_ENDPOINT_OF_TWO = Prepared(
+    select(_endpoints.c.account_id).where(
+        _endpoints.c.account_id.in_([bindparam("first"), bindparam("second")])
+    )
+)
 _FORGET_ENDPOINT = Prepared(
     delete(_endpoints).where(_endpoints.c.account_id == bindparam("account_id"))
 )
@@ -109,6 +115,39 @@ def enqueue(
     assert event_type in EVENT_TYPES, event_type
     if _ENDPOINT.scalar(session, account_id=account_id) is None:
         return
+    _write_event(session, account_id, event_type, subject, data, now=now)
+
+
+def enqueue_for_both(
+    session: Session,
+    parties: tuple[str, str],
+    event_type: str,
+    subject: str,
+    data: dict[str, Any],
+    *,
+    now: datetime,
+) -> None:
+    """Write the event for each of the two accounts that has an endpoint, in the order
+    given (one lookup for both)."""
+    assert event_type in EVENT_TYPES, event_type
+    first, second = parties
+    listening = {
+        row.account_id for row in _WITH_ENDPOINT_OF_TWO.all(session, first=first, second=second)
+    }
+    for account_id in parties:
+        if account_id in listening:
+            _write_event(session, account_id, event_type, subject, data, now=now)
+
+
+def _write_event(
+    session: Session,
+    account_id: str,
+    event_type: str,
+    subject: str,
+    data: dict[str, Any],
+    *,
+    now: datetime,
+) -> None:
     payload = {"type": event_type, "timestamp": clock.rfc3339(now), "data": data}
     _INSERT_EVENT.execute(
         session,

@@ -9,7 +9,8 @@ built, and each request only runs the plan.
 
 The plan keeps FastAPI's order and its own pieces for everything a client can see: the
 dependencies are solved depth first with FastAPI's cache keys, then the path, query,
-header, cookie and body parameters are validated by FastAPI's functions, errors become
+header, cookie (agent_broker.http.planned_params) and body parameters are validated by
+FastAPI's functions, errors become
 the same RequestValidationError, and the result goes through FastAPI's response
 serialisation. A route using anything the plan does not cover (dependencies with yield,
 background tasks, security scopes, streaming, form bodies, concurrency limits) keeps
@@ -31,7 +32,7 @@ from fastapi.dependencies.models import (
     _is_coroutine_callable,
     _is_gen_callable,
 )
-from fastapi.dependencies.utils import request_body_to_args, request_params_to_args
+from fastapi.dependencies.utils import request_body_to_args
 from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute, _extract_endpoint_context, serialize_response
 from fastapi.utils import is_body_allowed_for_status_code
@@ -40,6 +41,8 @@ from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
+
+from agent_broker.http.planned_params import ParamGroup
 
 Handler = Callable[[Request], Coroutine[Any, Any, Response]]
 
@@ -58,10 +61,7 @@ class _Step:
     use_cache: bool
     is_coroutine: bool
     subs: tuple[_Step, ...]
-    path_params: list[Any]
-    query_params: list[Any]
-    header_params: list[Any]
-    cookie_params: list[Any]
+    params: tuple[ParamGroup, ...]  # the kinds it declares, in FastAPI's order
     body_params: list[Any]
     request_param_name: str | None
     http_connection_param_name: str | None
@@ -91,10 +91,18 @@ def _plan(dependant: Dependant) -> _Step:
         use_cache=dependant.use_cache,
         is_coroutine=_is_coroutine_callable(call),
         subs=tuple(_plan(sub) for sub in dependant.dependencies),
-        path_params=dependant.path_params,
-        query_params=dependant.query_params,
-        header_params=dependant.header_params,
-        cookie_params=dependant.cookie_params,
+        # Only the kinds the dependant declares: reading the query string or the cookies
+        # of a route that takes neither costs a parse for nothing.
+        params=tuple(
+            ParamGroup(kind, fields)
+            for kind, fields in (
+                ("path", dependant.path_params),
+                ("query", dependant.query_params),
+                ("header", dependant.header_params),
+                ("cookie", dependant.cookie_params),
+            )
+            if fields
+        ),
         body_params=dependant.body_params,
         request_param_name=dependant.request_param_name,
         http_connection_param_name=dependant.http_connection_param_name,
@@ -134,18 +142,10 @@ async def _solve(
             values[sub.name] = value
         if key not in cache:
             cache[key] = value
-    # Only the parameter kinds the step declares: reading the query string or the cookies
-    # of a route that takes neither costs a parse for nothing.
-    for fields, source in (
-        (step.path_params, "path_params"),
-        (step.query_params, "query_params"),
-        (step.header_params, "headers"),
-        (step.cookie_params, "cookies"),
-    ):
-        if fields:
-            found, failed = request_params_to_args(fields, getattr(request, source))
-            values.update(found)
-            errors += failed
+    for group in step.params:
+        found, failed = group.read(request)
+        values.update(found)
+        errors += failed
     if step.body_params:
         found, failed = await request_body_to_args(
             body_fields=step.body_params, received_body=body, embed_body_fields=embed

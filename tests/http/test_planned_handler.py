@@ -27,6 +27,11 @@ class Item(BaseModel):
     price: int = Field(ge=0)
 
 
+class Filters(BaseModel):
+    limit: int = Field(10, le=50)
+    tags: list[str] = []
+
+
 class Out(BaseModel):
     name: str
     price: int
@@ -66,8 +71,15 @@ def _routes(router: APIRouter) -> None:
     def plain(
         q: Annotated[list[str], Query()] = [],  # noqa: B006 - FastAPI reads the default
         session: Annotated[str | None, Cookie()] = None,
+        sort: Annotated[str, Query(alias="order-by", pattern="^(newest|price)$")] = "newest",
+        x_request_tag: Annotated[str | None, Header()] = None,
+        x_list: Annotated[list[int], Header()] = [],  # noqa: B006
     ) -> dict:
-        return {"q": q, "session": session}
+        return {"q": q, "session": session, "sort": sort, "tag": x_request_tag, "list": x_list}
+
+    @router.get("/filtered")
+    async def filtered(filters: Annotated[Filters, Query()]) -> dict:
+        return filters.model_dump()
 
     @router.post("/embedded")
     async def embedded(a: Item, b: Item) -> dict:
@@ -118,6 +130,10 @@ REQUESTS = [
     ("POST", "/items/3", {"json": [1, 2]}, {}),
     ("GET", "/plain?q=a&q=b", {}, {"cookie": "session=abc"}),
     ("GET", "/plain", {}, {}),
+    ("GET", "/plain?order-by=price&q=", {}, {"x-request-tag": "t", "x-list": "1"}),
+    ("GET", "/plain?order-by=oldest&sort=price", {}, {"x-list": "one"}),
+    ("GET", "/filtered?limit=70&tags=a&tags=b", {}, {}),
+    ("GET", "/filtered?tags=a", {}, {}),
     (
         "POST",
         "/embedded",
@@ -142,7 +158,7 @@ def test_a_planned_route_answers_as_fastapis_handler(
 ) -> None:
     planned, plain = _app(BrokerRoute), _app(APIRoute)
     served = [route for route in planned.router.routes if isinstance(route, BrokerRoute)]
-    assert len(served) == 5
+    assert len(served) == 6
     assert all("_planned_app" in route.app.__qualname__ for route in served)
     with TestClient(planned) as fast, TestClient(plain) as reference:
         assert _answer(fast, method, path, body, headers) == _answer(

@@ -93,9 +93,13 @@ def take_hold(
     if type(amount_micro) is not int or amount_micro <= 0:
         raise ValueError("a hold amount must be a positive integer")
     code = wallet_code(account_id)
-    settle_lapsed_holds(session, now=now, account_id=account_id)
     if _RESERVE.execute(session, code=code, amount=amount_micro) != 1:
-        raise InsufficientFunds()
+        # Lapsed holds give money back: settle them and try once more (only then, since
+        # almost every hold is covered without).
+        if not settle_lapsed_holds(session, now=now, account_id=account_id):
+            raise InsufficientFunds()
+        if _RESERVE.execute(session, code=code, amount=amount_micro) != 1:
+            raise InsufficientFunds()
     hold_id = str(uuid.uuid4())
     _INSERT_HOLD.execute(
         session,

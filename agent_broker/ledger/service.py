@@ -10,6 +10,7 @@ from sqlalchemy.orm import Session
 
 from agent_broker.db.prepared import Prepared
 from agent_broker.ledger import books
+from agent_broker.ledger.errors import InsufficientFunds
 from agent_broker.ledger.events import fee_captured
 from agent_broker.ledger.holds import capture_hold, release_hold, settle_lapsed_holds, take_hold
 from agent_broker.ledger.journal import post_entry
@@ -129,15 +130,15 @@ def charge(
     """Take from a wallet's spendable balance; raises InsufficientFunds, writing nothing."""
     if type(amount_micro) is not int or amount_micro <= 0:
         raise ValueError("a charge must be a positive integer of micro-USD")
-    settle_lapsed_holds(session, now=now, account_id=account_id)
-    post_entry(
-        session,
-        kind=kind,
-        memo=memo,
-        reference=reference,
-        now=now,
-        postings=[(books.wallet_code(account_id), -amount_micro), (sink, amount_micro)],
-    )
+    postings = [(books.wallet_code(account_id), -amount_micro), (sink, amount_micro)]
+    try:
+        post_entry(session, kind=kind, memo=memo, reference=reference, now=now, postings=postings)
+    except InsufficientFunds:
+        # Lapsed holds give money back: settle them and try once more. Only then, since
+        # almost every charge is covered without (the wallet's debit wrote nothing).
+        if not settle_lapsed_holds(session, now=now, account_id=account_id):
+            raise
+        post_entry(session, kind=kind, memo=memo, reference=reference, now=now, postings=postings)
     if sink == books.FEES:
         fee_captured(session, kind=kind, amount_micro=amount_micro)
 

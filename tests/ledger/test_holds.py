@@ -131,3 +131,42 @@ def test_holds_and_debits_only_touch_spendable_money(app, open_account):
 
     with app.state.db.writer() as session, pytest.raises(InsufficientFunds):
         charge(session, account, 300_000, sink=books.FEES, kind="t", memo="fee", now=clock.now())
+
+
+def _hold_status(app, hold_id):
+    from agent_broker.ledger.models import Hold
+
+    with app.state.db.reader() as session:
+        return session.get(Hold, hold_id).status
+
+
+def test_a_charge_short_of_money_only_while_a_hold_has_lapsed_settles_it_and_goes_through(
+    app, open_account
+):
+    from agent_broker.ledger.service import charge
+
+    account = open_account()
+    fund(app, account, 1_000_000)
+    hold = _hold(app, account, 1_000_000, ttl=timedelta(hours=1))
+    clock.advance(timedelta(hours=1, seconds=1))
+    with app.state.db.writer() as session:
+        charge(session, account, 1_000_000, sink=books.FEES, kind="t", memo="fee", now=clock.now())
+        session.commit()
+    assert _hold_status(app, hold) == "lapsed"
+    view = _view(app, account)
+    assert (view.spendable_micro, view.held_micro) == (0, 0)
+
+
+def test_a_hold_short_of_money_only_while_another_has_lapsed_settles_it_and_is_taken(
+    app, open_account
+):
+    account = open_account()
+    fund(app, account, 1_000_000)
+    first = _hold(app, account, 1_000_000, ttl=timedelta(hours=1))
+    clock.advance(timedelta(hours=1, seconds=1))
+    second = _hold(app, account, 1_000_000)
+    assert (_hold_status(app, first), _hold_status(app, second)) == ("lapsed", "active")
+    view = _view(app, account)
+    assert (view.spendable_micro, view.held_micro) == (0, 1_000_000)
+    with app.state.db.writer() as session, pytest.raises(InsufficientFunds):
+        take_hold(session, account, 1, reference="t", expires_at=clock.now() + DAY, now=clock.now())

@@ -48,9 +48,14 @@ class WalCheckpointer:
             self._thread = None
 
     def _run(self) -> None:
-        connection = sqlite3.connect(self.path, isolation_level=None)
         try:
+            connection = sqlite3.connect(self.path, isolation_level=None)
             connection.execute(f"PRAGMA busy_timeout={int(self.busy_timeout_ms)}")
+        except sqlite3.Error as error:
+            # The connections' own backstop checkpoints instead.
+            log.warning("wal_checkpointer_not_started", error_class=type(error).__name__)
+            return
+        try:
             while not self._stop.wait(self.every_s):
                 self.checkpoint(connection)
         finally:

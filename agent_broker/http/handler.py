@@ -3,18 +3,18 @@
 FastAPI's handler walks a route's dependency tree anew for every request: it classifies
 each callable, builds each dependency's cache key, reads the query string and the cookies
 of routes that take neither, parses the content type with the email package, and opens
-two exit stacks for dependencies with yield. On a cheap route that was about a quarter of
+two exit stacks for dependencies with yield. On a cheap write that was about a sixth of
 its CPU. The tree does not change after startup, so here it is planned when the route is
 built, and each request only runs the plan.
 
 The plan keeps FastAPI's order and its own pieces for everything a client can see: the
-dependencies are solved depth first with FastAPI's cache keys, then the path, query,
-header, cookie (agent_broker.http.planned_params) and body parameters are validated by
-FastAPI's functions, errors become
-the same RequestValidationError, and the result goes through FastAPI's response
-serialisation. A route using anything the plan does not cover (dependencies with yield,
-background tasks, security scopes, streaming, form bodies, concurrency limits) keeps
-FastAPI's handler, and so does every route while dependency overrides are set."""
+dependencies are solved depth first with FastAPI's cache keys; the path, query, header
+and cookie parameters (agent_broker.http.planned_params) and the body are validated by
+FastAPI's functions; errors become the same RequestValidationError; and the result goes
+through FastAPI's response serialisation. A route using anything the plan does not cover
+(dependencies with yield, background tasks, security scopes, streaming, form bodies,
+concurrency limits) keeps FastAPI's handler, and so does a request made while the
+route's dependency overrides are set."""
 
 from __future__ import annotations
 

@@ -40,7 +40,7 @@ class BrokerRoute(APIRoute):
     sent, and rolled back if the handler raises, before the problem handler answers.
 
     Its handler is planned at startup (agent_broker.http.handler) when the route allows;
-    FastAPI's own handler stays for the rest, and for every request made while
+    FastAPI's own handler stays for the rest, and for a request made while the route's
     dependency overrides are set."""
 
     def __init__(self, path: str, endpoint: Callable[..., Any], **kwargs: Any) -> None:

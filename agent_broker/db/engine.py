@@ -117,7 +117,7 @@ def create_database(settings: Settings) -> Database:
         _configure_sqlite(
             engine,
             settings.sqlite_busy_timeout_ms,
-            autocheckpoint=BACKSTOP_PAGES if on_file else 1000,
+            autocheckpoint=BACKSTOP_PAGES if on_file else 1000,  # else SQLite's default
         )
         reader_bind = engine.execution_options(**{BEGIN_MODE: "DEFERRED"})
         begin_read: str | None = _BEGIN["DEFERRED"]

@@ -213,11 +213,18 @@ def planned_handler(route: APIRoute) -> Handler:
     call = root.call
     path = route.dependant.path
 
+    # What FastAPI's errors name (source, function, "METHOD path"), made once per method
+    # and mount rather than on every request that serialises a response.
+    contexts: dict[tuple[str, str], Any] = {}
+
     def endpoint_context(request: Request) -> Any:
-        context = dict(_extract_endpoint_context(call))
-        if path:
-            mount_path = request.scope.get("root_path", "").rstrip("/")
-            context["path"] = f"{request.method} {mount_path}{path}"
+        mount_path = request.scope.get("root_path", "").rstrip("/")
+        context = contexts.get((request.method, mount_path))
+        if context is None:
+            context = dict(_extract_endpoint_context(call))
+            if path:
+                context["path"] = f"{request.method} {mount_path}{path}"
+            contexts[(request.method, mount_path)] = context
         return context
 
     async def read_body(request: Request) -> Any:

@@ -112,10 +112,8 @@ def enqueue(
     now: datetime,
 ) -> None:
     """Write the event for the account, if it has an endpoint (one indexed lookup)."""
-    assert event_type in EVENT_TYPES, event_type
-    if _ENDPOINT.scalar(session, account_id=account_id) is None:
-        return
-    _write_event(session, account_id, event_type, subject, data, now=now)
+    listening = _ENDPOINT.scalar(session, account_id=account_id) is not None
+    _write_events(session, [account_id] if listening else [], event_type, subject, data, now=now)
 
 
 def enqueue_for_both(
@@ -129,40 +127,43 @@ def enqueue_for_both(
 ) -> None:
     """Write the event for each of the two accounts that has an endpoint, in the order
     given (one lookup for both)."""
-    assert event_type in EVENT_TYPES, event_type
     first, second = parties
-    listening = {
-        row.account_id for row in _WITH_ENDPOINT_OF_TWO.all(session, first=first, second=second)
-    }
-    for account_id in parties:
-        if account_id in listening:
-            _write_event(session, account_id, event_type, subject, data, now=now)
+    found = _WITH_ENDPOINT_OF_TWO.all(session, first=first, second=second)
+    listening = {row.account_id for row in found}
+    recipients = [account_id for account_id in parties if account_id in listening]
+    _write_events(session, recipients, event_type, subject, data, now=now)
 
 
-def _write_event(
+def _write_events(
     session: Session,
-    account_id: str,
+    account_ids: list[str],
     event_type: str,
     subject: str,
     data: dict[str, Any],
     *,
     now: datetime,
 ) -> None:
+    """One event row per account, the payload written out once for all of them."""
+    assert event_type in EVENT_TYPES, event_type
+    if not account_ids:
+        return
     payload = {"type": event_type, "timestamp": clock.rfc3339(now), "data": data}
-    _INSERT_EVENT.execute(
-        session,
-        id=f"msg_{uuid.uuid4().hex}",
-        account_id=account_id,
-        subject=subject,
-        type=event_type,
-        payload=json.dumps(payload, separators=(",", ":"), ensure_ascii=False),
-        created_at=now,
-        attempts=0,
-        next_attempt_at=now,
-        delivered_at=None,
-        failed_at=None,
-        last_error=None,
-    )
+    body = json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
+    for account_id in account_ids:
+        _INSERT_EVENT.execute(
+            session,
+            id=f"msg_{uuid.uuid4().hex}",
+            account_id=account_id,
+            subject=subject,
+            type=event_type,
+            payload=body,
+            created_at=now,
+            attempts=0,
+            next_attempt_at=now,
+            delivered_at=None,
+            failed_at=None,
+            last_error=None,
+        )
 
 
 def thread_data(thread: Any) -> dict[str, Any]:

@@ -113,6 +113,12 @@ def serve(
             "use PostgreSQL for real concurrency",
             err=True,
         )
+    if not settings.is_sqlite and workers == 1 and settings.db_dispatch == "inline":
+        typer.echo(
+            "note: one worker runs its database writes one at a time (BROKER_DB_DISPATCH="
+            "inline); use --workers 2 or more, or BROKER_DB_DISPATCH=threads",
+            err=True,
+        )
     uvicorn.run(
         "agent_broker.app:app_factory",
         factory=True,

@@ -55,6 +55,11 @@ class Settings(BaseSettings):
     idempotency_retention_hours: int = Field(default=24, ge=1)
     sqlite_busy_timeout_ms: int = Field(default=15000, ge=0)
     db_pool_size: int = Field(default=10, ge=1)
+    # PostgreSQL only (SQLite's work always runs inline): where a request's database work
+    # runs. "inline": on the worker's event loop, one write transaction at a time per
+    # worker (run several workers); "threads": on a few threads per worker, several write
+    # transactions at once (agent_broker.db.dispatch).
+    db_dispatch: Literal["inline", "threads"] = "inline"
     log_level: str = "INFO"
     # Run the scheduled jobs inside `serve` (one replica at a time holds each lease).
     jobs_enabled: bool = True

@@ -126,3 +126,52 @@ def test_an_unreachable_database_is_one_line_without_the_url(clean_env, monkeypa
     assert len(lines) == 1 and lines[0].startswith("cannot reach the database: "), lines
     assert "db-password-0451" not in result.output
     assert isinstance(result.exception, SystemExit)
+
+
+# --- serve's notes on how the workers will use the database ----------------------------------
+
+ONE_WRITER_NOTE = "note: one worker runs its database writes one at a time"
+
+
+@pytest.mark.parametrize(
+    ("args", "dispatch", "noted"),
+    [
+        (["--workers", "1"], None, True),
+        (["--workers", "2"], None, False),
+        (["--workers", "1"], "threads", False),
+    ],
+    ids=["one-worker-inline", "two-workers", "one-worker-threads"],
+)
+def test_serve_on_postgresql_notes_a_single_inline_worker(
+    clean_env, monkeypatch, args, dispatch, noted
+):
+    import uvicorn
+
+    from agent_broker import cli as cli_module
+
+    started: list[dict] = []
+    monkeypatch.setenv("BROKER_DATABASE_URL", "postgresql+psycopg://broker@127.0.0.1:1/none")
+    monkeypatch.delenv("BROKER_DB_DISPATCH", raising=False)
+    if dispatch:
+        monkeypatch.setenv("BROKER_DB_DISPATCH", dispatch)
+    monkeypatch.setattr(cli_module, "_open_database", lambda _settings: _Closable())
+    monkeypatch.setattr(uvicorn, "run", lambda *_a, **options: started.append(options))
+    result = _run("serve", "--no-migrate", *args)
+    assert result.exit_code == 0, result.output
+    assert started and started[0]["workers"] == int(args[1])
+    assert (ONE_WRITER_NOTE in result.stderr) is noted
+
+
+class _Closable:
+    def dispose(self) -> None:
+        pass
+
+
+def test_an_unknown_dispatch_is_a_configuration_error(clean_env, monkeypatch):
+    monkeypatch.setenv("BROKER_DB_DISPATCH", "fibers")
+    result = _run("keys", "list")
+    assert result.exit_code == 2
+    assert "fibers" not in result.output
+    assert result.stderr.splitlines() == [
+        "configuration error: BROKER_DB_DISPATCH: Input should be 'inline' or 'threads'"
+    ]

@@ -1,15 +1,22 @@
 """Where blocking database work runs.
 
-On PostgreSQL a route's database work goes to the thread pool so a slow query never
-stalls the event loop. On SQLite (one local file, microsecond queries, one writer at a
-time) the hand-off to a thread and back costs more than the work itself, and threads
-contending for the GIL around every sqlite3 call make it worse; there the work runs
-inline on the event loop. `make bench` measures the difference.
+Inline, on the event loop: always on SQLite (one local file, microsecond queries, one
+writer at a time), where the hand-off to a thread and back costs more than the work
+itself; and by default on PostgreSQL (BROKER_DB_DISPATCH=inline), where a deal cycle makes
+some seventy round trips and the hops to a thread and back (three per request), with the
+threads' turns for the interpreter lock, cost more than overlapping the round trips gave.
+With a few workers per core, a worker that waits on a
+round trip leaves the CPU to the others and to PostgreSQL: the deal cycle with two
+workers went from about 70 to about 100 sealed deals a second (make bench; one worker
+does less, so run at least two). BROKER_DB_DISPATCH=threads runs PostgreSQL work on a
+few threads per worker instead, several write transactions at once in one worker; it
+suits one worker on a machine with cores to spare.
 
 Inline work must never wait on the event loop: write requests of one process therefore
-take turns at an asyncio gate before their BEGIN IMMEDIATE (Database.write_gate), so the
-SQLite lock is only ever contended by other processes or threads (jobs, the CLI), which
-need nothing from this loop to release it."""
+take turns at an asyncio gate before their transaction begins (Database.write_gate), so
+a lock (SQLite's write lock, a PostgreSQL row lock) is only ever contended by other
+processes or threads (other workers, jobs, the CLI), which need nothing from this loop to
+release it. Readers take no locks, so they need no turn."""
 
 from __future__ import annotations
 

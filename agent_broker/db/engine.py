@@ -1,6 +1,7 @@
 """Engine construction. SQLite runs in WAL mode with foreign keys and a busy timeout, and
 write transactions start with BEGIN IMMEDIATE so concurrent writers queue on the
-database lock instead of failing on a lock upgrade. PostgreSQL goes through psycopg 3."""
+database lock instead of failing on a lock upgrade. PostgreSQL goes through psycopg 3;
+where its work runs is BROKER_DB_DISPATCH (agent_broker.db.dispatch)."""
 
 from __future__ import annotations
 
@@ -33,17 +34,19 @@ class Database:
     # light sessions (agent_broker.db.light).
     reader: sessionmaker[Session]
 
-    # SQLite only: write requests of this process take turns here before BEGIN IMMEDIATE,
-    # so a writer waiting for the file lock never blocks the event loop that the lock's
-    # holder needs to finish (see agent_broker.db.dispatch).
+    # Wherever database work runs inline (always on SQLite, by default on PostgreSQL):
+    # write requests of this process take turns here before their transaction begins, so a
+    # writer waiting for a lock (SQLite's file lock, a PostgreSQL row lock) never blocks
+    # the event loop that the lock's holder needs to finish (see agent_broker.db.dispatch).
     serialise_writes: bool = False
     # SQLite on a file: checkpoints the log while the service runs (started by its lifespan).
     checkpointer: WalCheckpointer | None = None
     # Elsewhere (PostgreSQL): how many request sessions may be open at once in this process:
     # the pool's size (its overflow is left to jobs and the CLI's work). A request waits here,
     # on the event loop, before its session opens, so its database work never waits for a
-    # connection while holding a thread that a connection's holder needs next; the
-    # sessions' threads number one more than this (agent_broker.db.dispatch).
+    # connection that only a request of the same loop can give back (inline), or while
+    # holding a thread that a connection's holder needs next (threads: one more thread
+    # than slots; agent_broker.db.dispatch).
     session_slots: int | None = None
     _gate: PerLoop[asyncio.Lock] = field(default_factory=lambda: PerLoop(asyncio.Lock))
     _slots: PerLoop[asyncio.Semaphore] | None = None
@@ -133,12 +136,14 @@ def create_database(settings: Settings) -> Database:
         reader_bind = engine
         begin_read = begin_write = None
     # Sessions know whether their blocking work may run on the event loop and, when not, on
-    # how many threads (see dispatch).
-    inline = url.get_backend_name() == "sqlite"
-    slots = None if inline else settings.db_pool_size
+    # how many threads (see dispatch). Inline work takes the write gate: a writer waiting in
+    # the database must never be waiting for a writer of its own event loop.
+    on_sqlite = url.get_backend_name() == "sqlite"
+    inline = on_sqlite or settings.db_dispatch == "inline"
+    slots = None if on_sqlite else settings.db_pool_size
     info: dict = {"inline": inline}
-    if slots is not None:
-        threads = slots + 1
+    if not inline:
+        threads = settings.db_pool_size + 1
         info[THREADS] = PerLoop(lambda: CapacityLimiter(threads))
 
     def light_sessions(bind: Engine, begin_sql: str | None) -> sessionmaker[Session]:

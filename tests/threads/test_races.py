@@ -28,6 +28,15 @@ LISTING = {
 }
 
 
+@pytest.fixture(params=["inline", "threads"])
+def app(request: pytest.FixtureRequest, make_app, database_url):
+    """Both ways PostgreSQL work runs (BROKER_DB_DISPATCH): one writer at a time per process,
+    or several transactions at once in one process, racing in the database itself."""
+    if request.param == "threads" and database_url.startswith("sqlite"):
+        pytest.skip("SQLite's work always runs inline")
+    return make_app(db_dispatch=request.param)
+
+
 def _agent(http: httpx.Client, app, n: int) -> dict[str, str]:
     made = http.post("/v1/account/register", json={"accepted_terms": True}).json()
     headers = {"x-api-key": made["api_key"]}

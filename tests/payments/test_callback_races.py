@@ -1,9 +1,11 @@
 """Concurrent deliveries of one callback through a real server, on both databases: the
 inbox row unique on the processor's event, not the order the requests happen to arrive
-in, keeps the credit to once. On PostgreSQL every racing request is held inside its write
-transaction, just before it records the event, until all of them got there, so the
-transactions really do overlap; on SQLite writers of one process take turns by design
-(agent_broker.db.dispatch) and the race is run as it comes."""
+in, keeps the credit to once. On PostgreSQL the server runs its database work on threads
+(BROKER_DB_DISPATCH=threads, as one worker would need several at once to race), and every
+racing request is held inside its write transaction, just before it records the event,
+until all of them got there, so the transactions really do overlap; on SQLite writers of
+one process take turns by design (agent_broker.db.dispatch) and the race is run as it
+comes."""
 
 from __future__ import annotations
 
@@ -32,8 +34,9 @@ HELD = 20.0  # the longest a racer waits for the others at the hold (never reach
 
 @pytest.fixture
 def app(make_payments_app: Callable[..., FastAPI]) -> FastAPI:
-    # Room for every racer's session at once on PostgreSQL.
-    return make_payments_app(db_pool_size=RACERS + 2)
+    # Room for every racer's session at once on PostgreSQL, each on a thread of its own
+    # (inline, a worker's writers would take turns: holding one would stop the server).
+    return make_payments_app(db_pool_size=RACERS + 2, db_dispatch="threads")
 
 
 class Hold:

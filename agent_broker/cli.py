@@ -89,6 +89,29 @@ def _open_database(settings: Settings) -> Database:
     return db
 
 
+def _note_how_workers_write(settings: Settings, workers: int) -> None:
+    """Warn (in the service's JSON log) of a worker count that wastes the database's
+    write concurrency."""
+    import structlog
+
+    from agent_broker.logging import configure as configure_logging
+
+    if settings.is_sqlite and workers > 1:
+        detail = (
+            "several workers on SQLite serialise on the database lock; "
+            "use PostgreSQL for real concurrency"
+        )
+    elif not settings.is_sqlite and workers == 1 and settings.db_dispatch == "inline":
+        detail = (
+            "one worker runs its database writes one at a time (BROKER_DB_DISPATCH=inline); "
+            "use --workers 2 or more, or BROKER_DB_DISPATCH=threads"
+        )
+    else:
+        return
+    configure_logging(settings.log_level)
+    structlog.get_logger("agent_broker.serve").warning("serve_workers_note", detail=detail)
+
+
 @app.command()
 def serve(
     host: str = typer.Option("127.0.0.1", help="Interface to bind."),
@@ -107,18 +130,7 @@ def serve(
     else:
         # Refuse to start rather than answer 500 to every request.
         _open_database(settings).dispose()
-    if settings.is_sqlite and workers > 1:
-        typer.echo(
-            "note: several workers on SQLite serialise on the database lock; "
-            "use PostgreSQL for real concurrency",
-            err=True,
-        )
-    if not settings.is_sqlite and workers == 1 and settings.db_dispatch == "inline":
-        typer.echo(
-            "note: one worker runs its database writes one at a time (BROKER_DB_DISPATCH="
-            "inline); use --workers 2 or more, or BROKER_DB_DISPATCH=threads",
-            err=True,
-        )
+    _note_how_workers_write(settings, workers)
     uvicorn.run(
         "agent_broker.app:app_factory",
         factory=True,

@@ -4,6 +4,7 @@ instead of a traceback."""
 
 from __future__ import annotations
 
+import json
 import uuid
 from pathlib import Path
 
@@ -130,7 +131,7 @@ def test_an_unreachable_database_is_one_line_without_the_url(clean_env, monkeypa
 
 # --- serve's notes on how the workers will use the database ----------------------------------
 
-ONE_WRITER_NOTE = "note: one worker runs its database writes one at a time"
+ONE_WRITER_NOTE = "one worker runs its database writes one at a time"
 
 
 @pytest.mark.parametrize(
@@ -160,6 +161,8 @@ def test_serve_on_postgresql_notes_a_single_inline_worker(
     assert result.exit_code == 0, result.output
     assert started and started[0]["workers"] == int(args[1])
     assert (ONE_WRITER_NOTE in result.stderr) is noted
+    for line in result.stderr.splitlines():  # the service's log: JSON lines only
+        assert json.loads(line)["event"] == "serve_workers_note"
 
 
 class _Closable:

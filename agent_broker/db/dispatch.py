@@ -5,12 +5,12 @@ writer at a time), where the hand-off to a thread and back costs more than the w
 itself; and by default on PostgreSQL (BROKER_DB_DISPATCH=inline), where a deal cycle makes
 some seventy round trips and the hops to a thread and back (three per request), with the
 threads' turns for the interpreter lock, cost more than overlapping the round trips gave.
-With a few workers per core, a worker that waits on a
-round trip leaves the CPU to the others and to PostgreSQL: the deal cycle with two
-workers went from about 70 to about 100 sealed deals a second (make bench; one worker
-does less, so run at least two). BROKER_DB_DISPATCH=threads runs PostgreSQL work on a
-few threads per worker instead, several write transactions at once in one worker; it
-suits one worker on a machine with cores to spare.
+With a few workers per core, a worker that waits on a round trip leaves the CPU to the
+others and to PostgreSQL: the deal cycle with two workers went from about 70 to about 105
+sealed deals a second (make bench; one worker does less, so run at least two).
+BROKER_DB_DISPATCH=threads runs PostgreSQL work on a few threads per worker instead,
+several write transactions at once in one worker; it suits one worker on a machine with
+cores to spare.
 
 Inline work must never wait on the event loop: write requests of one process therefore
 take turns at an asyncio gate before their transaction begins (Database.write_gate), so

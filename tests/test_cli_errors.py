@@ -7,10 +7,13 @@ from __future__ import annotations
 import json
 import uuid
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
+import uvicorn
 from typer.testing import CliRunner
 
+from agent_broker import cli as cli_module
 from agent_broker.cli import app as cli
 from agent_broker.db.migrate import upgrade
 from agent_broker.tokens import keys
@@ -146,16 +149,14 @@ ONE_WRITER_NOTE = "one worker runs its database writes one at a time"
 def test_serve_on_postgresql_notes_a_single_inline_worker(
     clean_env, monkeypatch, args, dispatch, noted
 ):
-    import uvicorn
-
-    from agent_broker import cli as cli_module
-
     started: list[dict] = []
     monkeypatch.setenv("BROKER_DATABASE_URL", "postgresql+psycopg://broker@127.0.0.1:1/none")
     monkeypatch.delenv("BROKER_DB_DISPATCH", raising=False)
     if dispatch:
         monkeypatch.setenv("BROKER_DB_DISPATCH", dispatch)
-    monkeypatch.setattr(cli_module, "_open_database", lambda _settings: _Closable())
+    monkeypatch.setattr(
+        cli_module, "_open_database", lambda _settings: SimpleNamespace(dispose=lambda: None)
+    )
     monkeypatch.setattr(uvicorn, "run", lambda *_a, **options: started.append(options))
     result = _run("serve", "--no-migrate", *args)
     assert result.exit_code == 0, result.output
@@ -163,11 +164,6 @@ def test_serve_on_postgresql_notes_a_single_inline_worker(
     assert (ONE_WRITER_NOTE in result.stderr) is noted
     for line in result.stderr.splitlines():  # the service's log: JSON lines only
         assert json.loads(line)["event"] == "serve_workers_note"
-
-
-class _Closable:
-    def dispose(self) -> None:
-        pass
 
 
 def test_an_unknown_dispatch_is_a_configuration_error(clean_env, monkeypatch):

@@ -6,7 +6,7 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 
-from agent_broker.db.engine import create_database
+from agent_broker.db.engine import Database, create_database
 
 SECRET = "s3cret-bound-value-7f3a"
 
@@ -26,7 +26,7 @@ def test_database_errors_do_not_carry_bound_parameters(make_settings):
     assert SECRET not in repr(failed.value)
 
 
-def _backend_pids(db) -> set[int]:  # noqa: ANN001
+def _backend_pids(db: Database) -> set[int]:
     """Open every pooled connection at once and give them back; their server processes."""
     sessions = [db.reader() for _ in range(3)]
     try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -201,4 +202,16 @@ def create_app(settings: Settings | None = None, *, run_jobs: bool | None = None
 
 def app_factory() -> FastAPI:
     """Entry point for uvicorn --factory (each worker builds its own app)."""
-    return create_app()
+    app = create_app()
+    settle_heap()
+    return app
+
+
+def settle_heap() -> None:
+    """Move what startup built (modules, routes, models, schemas: some hundreds of
+    thousands of objects that live as long as the worker) out of the cyclic garbage
+    collector's reach. Its full collections otherwise walk all of them again and again
+    under load: about 5% of a feed page's CPU (make bench). Garbage made afterwards is
+    collected as before."""
+    gc.collect()
+    gc.freeze()

@@ -35,4 +35,6 @@ def travel(delta: timedelta) -> Iterator[None]:
 
 def rfc3339(moment: datetime) -> str:
     """RFC 3339 in UTC with a Z suffix and whole seconds."""
-    return moment.astimezone(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+    if moment.tzinfo is not UTC:
+        moment = moment.astimezone(UTC)
+    return moment.isoformat(timespec="seconds")[:-6] + "Z"  # "+00:00" becomes "Z"

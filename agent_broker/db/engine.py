@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import select
 from contextlib import AbstractAsyncContextManager, nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from agent_broker.config import Settings
 from agent_broker.db.checkpoint import BACKSTOP_PAGES, WalCheckpointer
 from agent_broker.db.dispatch import THREADS, PerLoop
+from agent_broker.db.group_commit import BatchingConnection, GroupCommit, WriteGate
 from agent_broker.db.light import LightSession
 
 BEGIN_MODE = "agent_broker_begin"
@@ -51,16 +52,26 @@ class Database:
     # holding a thread that a connection's holder needs next (threads: one more thread
     # than slots; agent_broker.db.dispatch).
     session_slots: int | None = None
-    _gate: PerLoop[asyncio.Lock] = field(default_factory=lambda: PerLoop(asyncio.Lock))
+    # SQLite on a file: the requests in line at the write gate share a commit
+    # (agent_broker.db.group_commit).
+    group_commit: bool = False
+    _gate: PerLoop[WriteGate] | None = None
     _slots: PerLoop[asyncio.Semaphore] | None = None
 
     def __post_init__(self) -> None:
+        if self.group_commit:
+            pool, begin = self.engine.pool, _BEGIN["IMMEDIATE"]
+            self._gate = PerLoop(lambda: WriteGate(GroupCommit(pool, begin)))
+        else:
+            self._gate = PerLoop(WriteGate)
         if self.session_slots is not None:
             slots = self.session_slots
             self._slots = PerLoop(lambda: asyncio.Semaphore(slots))
 
     def write_gate(self) -> AbstractAsyncContextManager[object]:
-        return self._gate.get() if self.serialise_writes else nullcontext()
+        if self.serialise_writes and self._gate is not None:
+            return self._gate.get()
+        return nullcontext()
 
     def session_slot(self) -> AbstractAsyncContextManager[object]:
         return self._slots.get() if self._slots is not None else nullcontext()
@@ -83,6 +94,9 @@ def _configure_sqlite(engine: Engine, busy_timeout_ms: int, *, autocheckpoint: i
         # Reads through a shared memory map instead of a read() call per page missed in
         # the connection's own small cache: a few percent on every read (make bench).
         cur.execute("PRAGMA mmap_size=268435456")
+        # A savepoint keeps the original of each page it changes in a sub-journal; in memory,
+        # not a temporary file (agent_broker.db.group_commit runs each request in one).
+        cur.execute("PRAGMA temp_store=MEMORY")
         cur.close()
 
     @event.listens_for(engine, "begin")
@@ -115,6 +129,7 @@ def create_database(settings: Settings) -> Database:
     # of database errors, and so out of logs and tracebacks; the SQL itself is still shown.
     url = make_url(settings.database_url)
     checkpointer = None
+    on_file = False
     if url.get_backend_name() == "sqlite":
         if url.database and url.database != ":memory:":
             Path(url.database).parent.mkdir(parents=True, exist_ok=True)
@@ -123,6 +138,7 @@ def create_database(settings: Settings) -> Database:
             connect_args={
                 "check_same_thread": False,
                 "timeout": settings.sqlite_busy_timeout_ms / 1000,
+                "factory": BatchingConnection,
             },
             pool_size=settings.db_pool_size,
             max_overflow=MAX_OVERFLOW,
@@ -173,6 +189,7 @@ def create_database(settings: Settings) -> Database:
         writer=light_sessions(engine, begin_write),
         reader=light_sessions(reader_bind, begin_read),
         serialise_writes=inline,
+        group_commit=on_file,
         session_slots=slots,
         checkpointer=checkpointer,
     )

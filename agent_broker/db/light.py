@@ -20,6 +20,8 @@ from sqlalchemy import exc as sa_exc
 from sqlalchemy.orm import Session
 from sqlalchemy.pool import PoolProxiedConnection
 
+from agent_broker.db.group_commit import GroupCommit
+
 
 class LightSession(Session):
     def __init__(self, *, bind: Engine, begin_sql: str | None, **options: Any) -> None:
@@ -30,16 +32,22 @@ class LightSession(Session):
         self._pooled: PoolProxiedConnection | None = None
         self._begun = False
         self._orm_bind: Connection | None = None
+        # A SQLite request writer's group commit (agent_broker.db.group_commit): its
+        # connection and transaction are the group's, its own work a savepoint in it.
+        self.group: GroupCommit | None = None
 
     def dbapi_connection(self) -> Any:
         """The DBAPI connection of this session's transaction, begun if need be."""
         try:
             if self._pooled is None:
-                self._pooled = self.bind.pool.connect()
+                group = self.group
+                self._pooled = self.bind.pool.connect() if group is None else group.checkout()
             dbapi_connection = self._pooled.dbapi_connection
             if not self._begun:
+                if self.group is not None:
+                    self.group.begin_member(dbapi_connection)
                 # The ORM's own begin (the engine's "begin" event) may have come first.
-                if self._begin_sql is not None and not dbapi_connection.in_transaction:
+                elif self._begin_sql is not None and not dbapi_connection.in_transaction:
                     dbapi_connection.execute(self._begin_sql)
                 self._begun = True
         except self.dialect.loaded_dbapi.Error as error:

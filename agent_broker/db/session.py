@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session
 
 from agent_broker.db.dispatch import run
 from agent_broker.db.engine import Database
+from agent_broker.db.group_commit import WriteGate
 
 
 def _finish(session: Session, succeeded: bool) -> None:
@@ -28,9 +29,11 @@ def _finish(session: Session, succeeded: bool) -> None:
 
 class _Transaction:
     """`async with transaction(db, write=...) as session`: the session slot and, for a
-    writer on SQLite, the write gate are taken first; the session is committed when the
-    block ends, rolled back if it raises, closed either way, and what was taken is given
-    back. A plain class, not a generator: this runs for every request."""
+    writer where work runs inline, the write gate are taken first; the session is committed
+    when the block ends, rolled back if it raises, closed either way, and what was taken is
+    given back. On SQLite a writer's commit may be its group's (agent_broker.db.
+    group_commit): leaving the gate then waits for it. A plain class, not a generator:
+    this runs for every request."""
 
     __slots__ = ("db", "write", "session", "_taken")
 
@@ -40,15 +43,18 @@ class _Transaction:
         self._taken: list[AbstractAsyncContextManager[object]] = []
 
     async def __aenter__(self) -> Session:
+        gate = self.db.write_gate() if self.write else None
         try:
-            for held in (self.db.session_slot(), self.db.write_gate() if self.write else None):
+            for held in (self.db.session_slot(), gate):
                 if held is not None:
                     await held.__aenter__()
                     self._taken.append(held)
+            self.session = (self.db.writer if self.write else self.db.reader)()
         except BaseException:
             await self._give_back()
             raise
-        self.session = (self.db.writer if self.write else self.db.reader)()
+        if isinstance(gate, WriteGate) and gate.group is not None:
+            self.session.group = gate.group  # type: ignore[attr-defined]
         return self.session
 
     async def __aexit__(self, kind: object, error: BaseException | None, _tb: object) -> bool:
@@ -59,8 +65,14 @@ class _Transaction:
         return False  # an error goes on to the problem handler
 
     async def _give_back(self) -> None:
+        failure: BaseException | None = None
         while self._taken:
-            await self._taken.pop().__aexit__(None, None, None)
+            try:
+                await self._taken.pop().__aexit__(None, None, None)
+            except BaseException as raised:  # noqa: BLE001 - the rest is given back first
+                failure = failure or raised
+        if failure is not None:
+            raise failure
 
 
 def transaction(db: Database, *, write: bool) -> AbstractAsyncContextManager[Session]:

@@ -159,6 +159,24 @@ def test_a_member_cancelled_while_waiting_is_still_committed(db: Database) -> No
     assert _stored(db) == {"cancelled", "other-0", "other-1", "other-2"}
 
 
+def test_a_writer_cancelled_in_its_pause_still_commits(db: Database) -> None:
+    """Cancelled while it lets the loop run once before committing: the group it holds is
+    committed there, not left open for a later writer."""
+
+    async def scenario() -> bool:
+        task = asyncio.create_task(_write(db, "paused"))
+        gate = db.write_gate()
+        while not (gate.group.is_open and gate._lock.locked()):  # type: ignore[attr-defined]
+            await asyncio.sleep(0)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        return gate.group.is_open  # type: ignore[attr-defined]
+
+    assert asyncio.run(scenario()) is False
+    assert _stored(db) == {"paused"}
+
+
 def test_a_transaction_lost_under_the_group_fails_its_waiting_members(db: Database) -> None:
     async def lose_the_group() -> None:
         async with transaction(db, write=True) as session:

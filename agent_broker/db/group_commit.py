@@ -4,9 +4,9 @@ Write requests of one process take turns at the gate (agent_broker.db.dispatch s
 On SQLite, a commit writes every page the transaction touched to the write-ahead log, a
 frame and a checksum each: a posted listing touches some 25 pages (the listing, its five
 feed indexes and search entry, the journal, the wallets, the idempotency record), and its
-commit was a fifth of the request's CPU. Most of those pages are the same for the next
-writer (the newest end of each index, the fee book's row), so when writers are queued at
-the gate they share one transaction and one commit:
+commit was a fifth of the request's CPU. Many of those pages are the same for the next
+writer (the newest end of each index, the journal's, the search index's), so when writers
+are queued at the gate they share one transaction and one commit:
 
 - each request's work runs inside a savepoint of the shared transaction: a request that
   fails rolls back to its savepoint, and only its own work is undone;
@@ -182,7 +182,13 @@ class WriteGate:
                 if not self._waiting:
                     # The work ran without a pause, so nobody could get in line meanwhile:
                     # let the requests that are ready run up to the gate once.
-                    await asyncio.sleep(0)
+                    try:
+                        await asyncio.sleep(0)
+                    except BaseException:
+                        # Cancelled in the pause: the group must not stay open behind it.
+                        with contextlib.suppress(Exception):  # given to those waiting on it
+                            group.commit()
+                        raise
                 if self._waiting and group.size + 1 < MAX_GROUP:
                     waiting = group.join()
                 else:

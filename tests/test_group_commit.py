@@ -20,6 +20,7 @@ from agent_broker.db import group_commit
 from agent_broker.db.engine import Database, create_database
 from agent_broker.db.session import transaction
 from agent_broker.ledger.audit import audit
+from agent_broker.ledger.events import fee_captured, on_fees_committed
 from agent_broker.ledger.pricing import POSTING_FEE_MICRO
 from tests.helpers import fund, new_key
 
@@ -175,6 +176,33 @@ def test_a_writer_cancelled_in_its_pause_still_commits(db: Database) -> None:
 
     assert asyncio.run(scenario()) is False
     assert _stored(db) == {"paused"}
+
+
+def test_fees_are_told_only_once_their_group_is_committed(db: Database) -> None:
+    """The fee listeners (the /metrics counter) hear of a fee when it is written: after
+    the group's commit, never for a member that failed or a group whose commit failed."""
+    told: list[tuple[str, int, set[str]]] = []
+    on_fees_committed(db.writer, lambda kind, amount: told.append((kind, amount, _stored(db))))
+
+    async def paying(label: str, amount: int, **options: object) -> None:
+        async with transaction(db, write=True) as session:
+            fee_captured(session, kind=label, amount_micro=amount)
+            session.dbapi_connection().execute(
+                "INSERT INTO group_rows (label, parent) VALUES (?, ?)",
+                (label, options.get("parent")),
+            )
+            if options.get("fail"):
+                raise ValueError(label)
+
+    outcomes = asyncio.run(_gather(paying("a", 1), paying("refused", 2, fail=True), paying("b", 3)))
+    assert outcomes[0] is None and outcomes[2] is None
+    assert [(kind, amount) for kind, amount, _ in told] == [("a", 1), ("b", 3)]
+    assert all(seen == {"a", "b"} for _, _, seen in told), "told before the commit"
+
+    told.clear()
+    failed = asyncio.run(_gather(paying("c", 4), paying("orphan", 5, parent="missing")))
+    assert all(isinstance(outcome, sqlite3.IntegrityError) for outcome in failed)
+    assert told == []
 
 
 def test_a_transaction_lost_under_the_group_fails_its_waiting_members(db: Database) -> None:

@@ -28,9 +28,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sqlite3
+from collections.abc import Callable
 from typing import Any
 
+import structlog
+from sqlalchemy.orm import Session
 from sqlalchemy.pool import Pool, PoolProxiedConnection
+
+log = structlog.get_logger(__name__)
 
 # Requests per commit at most: past this the next one in line starts a new group, so the
 # first request of a group waits for at most this many others' work.
@@ -77,6 +82,7 @@ class GroupCommit:
         self._begin_sql = begin_sql
         self._held: PoolProxiedConnection | None = None
         self._waiting: list[asyncio.Future[None]] = []
+        self._after: list[Callable[[], None]] = []  # to run once the group is committed
 
     @property
     def is_open(self) -> bool:
@@ -105,6 +111,10 @@ class GroupCommit:
         connection.execute(f"SAVEPOINT {_SAVEPOINT}")
         connection.member = True
 
+    def after_commit(self, callback: Callable[[], None]) -> None:
+        """Run `callback` once the open group is committed; never if it is not."""
+        self._after.append(callback)
+
     def join(self) -> asyncio.Future[None]:
         """Wait for the group's commit (the caller's work is in it)."""
         waiting = asyncio.get_running_loop().create_future()
@@ -113,8 +123,8 @@ class GroupCommit:
 
     def commit(self) -> None:
         """Commit the open group and tell the requests waiting on it; raises what failed."""
-        held, waiting = self._held, self._waiting
-        self._held, self._waiting = None, []
+        held, waiting, after = self._held, self._waiting, self._after
+        self._held, self._waiting, self._after = None, [], []
         if held is None:
             return
         connection: Any = held.dbapi_connection
@@ -135,9 +145,14 @@ class GroupCommit:
         self._settle(waiting, error)
         if error is not None:
             raise error
+        for callback in after:
+            try:
+                callback()
+            except Exception as failed:  # noqa: BLE001 - the commit stands; the rest still run
+                log.warning("after_commit_callback_failed", error_type=type(failed).__name__)
 
     def _fail_waiting(self, error: BaseException) -> None:
-        waiting, self._waiting = self._waiting, []
+        waiting, self._waiting, self._after = self._waiting, [], []
         self._settle(waiting, error)
 
     @staticmethod
@@ -198,3 +213,13 @@ class WriteGate:
         if waiting is not None:
             # Shielded: a request cancelled now still had its work committed with the rest.
             await asyncio.shield(waiting)
+
+
+def after_durable_commit(session: Session, callback: Callable[[], None]) -> None:
+    """Run `callback` now, or, for a request in an open group, once the group's commit has
+    written its work (called from a session's after-commit hook)."""
+    group: GroupCommit | None = getattr(session, "group", None)
+    if group is not None and group.is_open:
+        group.after_commit(callback)
+    else:
+        callback()

@@ -2,9 +2,10 @@
 
 Today one event: a fee paid into the fee book (FEES), by journal entry kind. The ledger
 notes it in the session while the transaction is open and publishes it to the listeners
-subscribed on the session factory only when that transaction commits; a rollback of the
-transaction, or of a savepoint the fee was written in, forgets it. Listeners (metrics)
-subscribe here, so the ledger never imports what counts it."""
+subscribed on the session factory only when that transaction commits (on SQLite, when the
+commit its request shares with others has written it: agent_broker.db.group_commit); a
+rollback of the transaction, or of a savepoint the fee was written in, forgets it.
+Listeners (metrics) subscribe here, so the ledger never imports what counts it."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ from collections.abc import Callable
 
 from sqlalchemy import event
 from sqlalchemy.orm import Session, SessionTransaction, sessionmaker
+
+from agent_broker.db.group_commit import after_durable_commit
 
 # Called with (journal entry kind, micro-USD) for each fee of a committed transaction.
 FeeListener = Callable[[str, int], None]
@@ -37,8 +40,10 @@ def on_fees_committed(factory: sessionmaker[Session], listener: FeeListener) -> 
     def _after_commit(session: Session) -> None:
         if session.get_nested_transaction() is not None:
             return  # a savepoint released: the outer transaction may still roll back
-        for _tag, kind, amount in session.info.get(_PENDING, ()):
-            listener(kind, amount)
+        fees = [(kind, amount) for _tag, kind, amount in session.info.get(_PENDING, ())]
+        if fees:
+            # On SQLite the request's commit may be its group's, still to come.
+            after_durable_commit(session, lambda: [listener(*fee) for fee in fees])
 
     event.listen(factory, "after_commit", _after_commit)
 

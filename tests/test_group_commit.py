@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 from collections.abc import Callable, Iterator
+from contextlib import closing
 
 import httpx
 import pytest
@@ -67,7 +68,7 @@ def _stored(db: Database) -> set[str]:
     """What another connection sees: only committed rows."""
     path = db.engine.url.database
     assert path
-    with sqlite3.connect(path) as connection:
+    with closing(sqlite3.connect(path)) as connection:
         return {label for (label,) in connection.execute("SELECT label FROM group_rows")}
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import select
 from contextlib import AbstractAsyncContextManager, nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -55,7 +55,7 @@ class Database:
     # SQLite on a file: the requests in line at the write gate share a commit
     # (agent_broker.db.group_commit).
     group_commit: bool = False
-    _gate: PerLoop[WriteGate] | None = None
+    _gate: PerLoop[WriteGate] = field(init=False)
     _slots: PerLoop[asyncio.Semaphore] | None = None
 
     def __post_init__(self) -> None:
@@ -69,9 +69,7 @@ class Database:
             self._slots = PerLoop(lambda: asyncio.Semaphore(slots))
 
     def write_gate(self) -> AbstractAsyncContextManager[object]:
-        if self.serialise_writes and self._gate is not None:
-            return self._gate.get()
-        return nullcontext()
+        return self._gate.get() if self.serialise_writes else nullcontext()
 
     def session_slot(self) -> AbstractAsyncContextManager[object]:
         return self._slots.get() if self._slots is not None else nullcontext()

@@ -23,6 +23,9 @@ class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING)
 
 
+_NAIVE = "naive datetimes are not accepted; use agent_broker.clock.now()"
+
+
 class UTCDateTime(TypeDecorator[datetime]):
     """Stores naive UTC, hands back aware UTC, on SQLite and PostgreSQL alike."""
 
@@ -33,7 +36,7 @@ class UTCDateTime(TypeDecorator[datetime]):
         if value is None:
             return None
         if value.tzinfo is None:
-            raise ValueError("naive datetimes are not accepted; use agent_broker.clock.now()")
+            raise ValueError(_NAIVE)
         return value.astimezone(UTC).replace(tzinfo=None)
 
     def process_result_value(self, value: datetime | None, dialect: object) -> datetime | None:
@@ -60,7 +63,7 @@ def _sqlite_text(value: datetime | None) -> str | None:
         return None
     if value.tzinfo is not UTC:
         if value.tzinfo is None:
-            raise ValueError("naive datetimes are not accepted; use agent_broker.clock.now()")
+            raise ValueError(_NAIVE)
         value = value.astimezone(UTC)
     return value.isoformat(" ", "microseconds")[:26]  # without "+00:00"
 

@@ -45,8 +45,9 @@ Environment:
                        listing, thread); the bare baseline always runs
     BENCH_MEMORY_REQUESTS  requests of the memory run (default 100000; 0 skips it)
     BENCH_DEAL_CYCLE   0 skips every deal-cycle run (SQLite and PostgreSQL)
-    BENCH_DEAL_PAIRS   trading pairs running cycles concurrently on SQLite (default 8:
-                       the best of 4, 8, 16 and 32 on the 2-core development VM)
+    BENCH_DEAL_PAIRS   trading pairs running cycles concurrently on SQLite (default 32,
+                       64 clients: the best of 4, 8, 16 and 32 on the 2-core development
+                       VM since writers in line share a commit)
     BENCH_PG_WORKERS   `agent-broker serve --workers` counts to run (default 1,2,4)
     BENCH_PG_CLIENTS   concurrent clients on PostgreSQL, two per trading pair (default 64)
     BENCH_POSTGRES_DSN server for the PostgreSQL runs, as a database to connect to for

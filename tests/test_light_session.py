@@ -109,3 +109,47 @@ def test_an_unreachable_database_raises_as_sqlalchemy_does(make_settings):
                 session.dbapi_connection()
     finally:
         unreachable.dispose()
+
+
+def test_postgresql_statements_share_one_cursor_and_sqlite_closes_each(db):
+    session = db.writer()
+    first = session.statement_cursor()
+    second = session.statement_cursor()
+    if db.engine.dialect.name == "sqlite":
+        # A SQLite statement left open would hold on across a savepoint or a commit.
+        assert first is not second
+    else:
+        assert first is second
+    _COUNT.all(session, handle="nobody")
+    session.close()
+    if db.engine.dialect.name != "sqlite":
+        assert first.closed  # the kept cursor goes with its session
+
+
+def test_the_kept_cursor_serves_after_a_refused_statement_and_a_new_transaction(db):
+    from sqlalchemy.exc import IntegrityError
+
+    taken = Prepared(
+        insert(_accounts).values(
+            id=bindparam("id"),
+            handle=bindparam("handle"),
+            api_key_hash=bindparam("key_hash"),
+            key_preview="ab_l...0000",
+            created_at=bindparam("now"),
+        )
+    )
+    values = {"id": str(uuid.uuid4()), "handle": "cursor01", "key_hash": "h" * 64}
+    with db.writer() as session:
+        taken.execute(session, now=datetime.now(UTC), **values)
+        session.commit()
+        with pytest.raises(IntegrityError):
+            taken.execute(session, now=datetime.now(UTC), **values)
+        session.rollback()
+        # Same session, a new transaction, the same cursor on PostgreSQL: it still reads,
+        # writes and commits.
+        assert len(_COUNT.all(session, handle="cursor01")) == 1
+        values.update(id=str(uuid.uuid4()), handle="cursor02", key_hash="i" * 64)
+        taken.execute(session, now=datetime.now(UTC), **values)
+        session.commit()
+    with db.reader() as later:
+        assert len(_COUNT.all(later, handle="cursor02")) == 1

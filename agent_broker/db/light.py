@@ -35,6 +35,9 @@ class LightSession(Session):
         # A SQLite request writer's group commit (agent_broker.db.group_commit): its
         # connection and transaction are the group's, its own work a savepoint in it.
         self.group: GroupCommit | None = None
+        # PostgreSQL: one cursor for the session's prepared statements (statement_cursor).
+        self.keeps_cursor = bind.dialect.name == "postgresql"
+        self._kept_cursor: Any = None
 
     def dbapi_connection(self) -> Any:
         """The DBAPI connection of this session's transaction, begun if need be."""
@@ -61,6 +64,21 @@ class LightSession(Session):
                 dialect=self.dialect,
             ) from error
         return dbapi_connection
+
+    def statement_cursor(self) -> Any:
+        """A cursor on the session's transaction for one prepared statement. On PostgreSQL
+        the session keeps one cursor and hands it out again: psycopg reads each result
+        into memory, so nothing stays pending between statements, and a new psycopg cursor
+        (its adapters, its close) costs about 25 µs, a third of a statement's CPU. SQLite
+        gets a new cursor each time, which the caller closes, so no statement of SQLite's
+        stays open across a savepoint, a commit or a rollback."""
+        dbapi_connection = self.dbapi_connection()  # begins the transaction if need be
+        if self._kept_cursor is not None:
+            return self._kept_cursor
+        cursor = dbapi_connection.cursor()
+        if self.keeps_cursor:
+            self._kept_cursor = cursor
+        return cursor
 
     def get_bind(self, *args: Any, **kwargs: Any) -> Any:
         # Every ORM path (execute, flush, savepoints) asks here for its connection.
@@ -104,5 +122,8 @@ class LightSession(Session):
             # connection back in, as closing the pooled connection itself does otherwise.
             owner = self._orm_bind or self._pooled
             self._orm_bind = self._pooled = None
+            kept, self._kept_cursor = self._kept_cursor, None
+            if kept is not None:
+                kept.close()
             if owner is not None:
                 owner.close()

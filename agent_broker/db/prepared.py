@@ -117,12 +117,16 @@ class _Compiled:
 _CONNECTION = "agent_broker.prepared.connection"
 
 
+def _done(session: Session, cursor: Any) -> None:
+    """Close a statement's cursor, unless it is the one its light session keeps."""
+    if not (isinstance(session, LightSession) and session.keeps_cursor):
+        cursor.close()
+
+
 def _connection_of(session: Session, prepared: Prepared) -> tuple[_Compiled, Any]:
-    """The compiled statement and the DBAPI connection of the session's transaction,
-    remembered per transaction: asking the session for its connection on every statement
-    costs more than the statement."""
-    if isinstance(session, LightSession):
-        return prepared._compiled(session.dialect), session.dbapi_connection()
+    """The compiled statement and the DBAPI connection of the session's transaction (not a
+    light session), remembered per transaction: asking the session for its connection on
+    every statement costs more than the statement."""
     transaction = session.get_transaction()
     cached = session.info.get(_CONNECTION)
     if cached is None or transaction is None or cached[0] is not transaction:
@@ -158,14 +162,20 @@ class Prepared:
         return compiled
 
     def _cursor(self, session: Session, params: Mapping[str, Any]) -> tuple[Any, _Compiled]:
+        """The cursor that ran the statement, and the statement; give the cursor back with
+        _done() once its result is read."""
         if session._new or session._deleted or session.identity_map._modified:
             session.flush()
-        compiled, dbapi_connection = _connection_of(session, self)
-        cursor = dbapi_connection.cursor()
+        if isinstance(session, LightSession):
+            compiled = self._compiled(session.dialect)
+            cursor = session.statement_cursor()
+        else:
+            compiled, dbapi_connection = _connection_of(session, self)
+            cursor = dbapi_connection.cursor()
         try:
             cursor.execute(compiled.sql, compiled.arguments(params))
         except compiled.dbapi_error as error:
-            cursor.close()
+            _done(session, cursor)
             raise sa_exc.DBAPIError.instance(
                 compiled.sql,
                 None,
@@ -183,14 +193,14 @@ class Prepared:
         try:
             return int(cursor.rowcount)
         finally:
-            cursor.close()
+            _done(session, cursor)
 
     def one_or_none(self, session: Session, **params: Any) -> Any:
         cursor, compiled = self._cursor(session, params)
         try:
             raw = cursor.fetchone()
         finally:
-            cursor.close()
+            _done(session, cursor)
         return None if raw is None else compiled.to_row(raw)
 
     def one(self, session: Session, **params: Any) -> Any:
@@ -204,7 +214,7 @@ class Prepared:
         try:
             raws = cursor.fetchall()
         finally:
-            cursor.close()
+            _done(session, cursor)
         return [compiled.to_row(raw) for raw in raws]
 
     def scalar(self, session: Session, **params: Any) -> Any:

@@ -118,6 +118,8 @@ def test_postgresql_statements_share_one_cursor_and_sqlite_closes_each(db):
     if db.engine.dialect.name == "sqlite":
         # A SQLite statement left open would hold on across a savepoint or a commit.
         assert first is not second
+        first.close()
+        second.close()
     else:
         assert first is second
     _COUNT.all(session, handle="nobody")

@@ -70,9 +70,9 @@ class LightSession(Session):
         the session keeps one cursor and hands it out again: psycopg reads each result
         into memory, so nothing stays pending between statements, and a new psycopg cursor
         (its adapters, its close) costs about 35 µs, over a third of a statement's CPU
-        (docs/decisions.md, seventh round). SQLite
-        gets a new cursor each time, which the caller closes, so no statement of SQLite's
-        stays open across a savepoint, a commit or a rollback."""
+        (docs/decisions.md, seventh round). SQLite gets a new cursor each time, which the
+        caller closes, so no statement of SQLite's stays open across a savepoint, a commit
+        or a rollback."""
         dbapi_connection = self.dbapi_connection()  # begins the transaction if need be
         if self._kept_cursor is not None:
             return self._kept_cursor

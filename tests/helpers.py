@@ -13,10 +13,25 @@ from dataclasses import dataclass
 import uvicorn
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
+from sqlalchemy import bindparam, insert
 
 from agent_broker import clock
+from agent_broker.accounts.models import Account
+from agent_broker.db.prepared import Prepared
 from agent_broker.ledger import books
 from agent_broker.ledger.service import credit
+
+# An account row through a prepared statement (agent_broker.db.prepared), for tests of the
+# data layer; status is left out: its column default ('active') fills it.
+NEW_ACCOUNT = Prepared(
+    insert(Account.__table__).values(
+        id=bindparam("id"),
+        handle=bindparam("handle"),
+        api_key_hash=bindparam("key_hash"),
+        key_preview="ab_l...0000",
+        created_at=bindparam("created_at"),
+    )
+)
 
 
 @dataclass

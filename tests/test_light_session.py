@@ -15,6 +15,7 @@ from agent_broker.accounts.models import Account
 from agent_broker.db.engine import create_database
 from agent_broker.db.light import LightSession
 from agent_broker.db.prepared import Prepared
+from tests.helpers import NEW_ACCOUNT
 
 _accounts = Account.__table__
 _COUNT = Prepared(select(_accounts.c.id).where(_accounts.c.handle == bindparam("handle")))
@@ -131,27 +132,18 @@ def test_postgresql_statements_share_one_cursor_and_sqlite_closes_each(db):
 def test_the_kept_cursor_serves_after_a_refused_statement_and_a_new_transaction(db):
     from sqlalchemy.exc import IntegrityError
 
-    taken = Prepared(
-        insert(_accounts).values(
-            id=bindparam("id"),
-            handle=bindparam("handle"),
-            api_key_hash=bindparam("key_hash"),
-            key_preview="ab_l...0000",
-            created_at=bindparam("now"),
-        )
-    )
     values = {"id": str(uuid.uuid4()), "handle": "cursor01", "key_hash": "h" * 64}
     with db.writer() as session:
-        taken.execute(session, now=datetime.now(UTC), **values)
+        NEW_ACCOUNT.execute(session, created_at=datetime.now(UTC), **values)
         session.commit()
         with pytest.raises(IntegrityError):
-            taken.execute(session, now=datetime.now(UTC), **values)
+            NEW_ACCOUNT.execute(session, created_at=datetime.now(UTC), **values)
         session.rollback()
         # Same session, a new transaction, the same cursor on PostgreSQL: it still reads,
         # writes and commits.
         assert len(_COUNT.all(session, handle="cursor01")) == 1
         values.update(id=str(uuid.uuid4()), handle="cursor02", key_hash="i" * 64)
-        taken.execute(session, now=datetime.now(UTC), **values)
+        NEW_ACCOUNT.execute(session, created_at=datetime.now(UTC), **values)
         session.commit()
     with db.reader() as later:
         assert len(_COUNT.all(later, handle="cursor02")) == 1

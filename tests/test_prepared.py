@@ -8,26 +8,17 @@ import uuid
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
-from sqlalchemy import bindparam, insert, select
+from sqlalchemy import bindparam, select
 from sqlalchemy.exc import IntegrityError
 
 from agent_broker.accounts.models import Account
 from agent_broker.db.engine import create_database
 from agent_broker.db.prepared import Prepared, inserting
 from agent_broker.idempotency.models import IdempotencyRecord
+from tests.helpers import NEW_ACCOUNT
 
 _accounts = Account.__table__
 _records = IdempotencyRecord.__table__
-# status is left out: its column default ('active') fills it.
-_NEW_ACCOUNT = Prepared(
-    insert(_accounts).values(
-        id=bindparam("id"),
-        handle=bindparam("handle"),
-        api_key_hash=bindparam("key_hash"),
-        key_preview="ab_l...0000",
-        created_at=bindparam("created_at"),
-    )
-)
 _ACCOUNT = Prepared(select(_accounts).where(_accounts.c.id == bindparam("id")))
 _RECORD_BY_KEY = Prepared(select(_records.c.id).where(_records.c.key == bindparam("key")))
 SECRET = "hash-that-must-not-appear-in-errors-5d1c"
@@ -42,7 +33,7 @@ def db(make_settings):
 
 def _new_account(session, *, key_hash: str | None = None, created_at: datetime) -> str:
     account_id = str(uuid.uuid4())
-    _NEW_ACCOUNT.execute(
+    NEW_ACCOUNT.execute(
         session,
         id=account_id,
         handle=uuid.uuid4().hex[:12],
@@ -68,7 +59,7 @@ def test_datetimes_go_in_as_utc_and_come_back_aware_and_defaults_fill_columns(db
 def test_a_parameter_the_statement_has_no_place_for_is_refused(db):
     # A value for a column missing from the statement would otherwise vanish silently.
     with db.writer() as session, pytest.raises(TypeError, match="no parameter contact_email"):
-        _NEW_ACCOUNT.execute(
+        NEW_ACCOUNT.execute(
             session,
             id=str(uuid.uuid4()),
             handle=uuid.uuid4().hex[:12],

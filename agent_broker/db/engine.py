@@ -159,6 +159,10 @@ def create_database(settings: Settings) -> Database:
     else:
         engine = create_engine(
             url,
+            # Hot statements are prepared by agent_broker.db.libpq under names of its own.
+            # psycopg's own preparing stays off: after a rollback it deallocates every
+            # statement of the session (DEALLOCATE ALL), those names included.
+            connect_args={"prepare_threshold": None},
             pool_size=settings.db_pool_size,
             max_overflow=MAX_OVERFLOW,
             hide_parameters=True,

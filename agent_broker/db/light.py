@@ -20,7 +20,22 @@ from sqlalchemy import exc as sa_exc
 from sqlalchemy.orm import Session
 from sqlalchemy.pool import PoolProxiedConnection
 
+from agent_broker.db import libpq
 from agent_broker.db.group_commit import GroupCommit
+
+
+def as_sqlalchemy_error(dialect: Any, statement: str, error: Exception) -> sa_exc.DBAPIError:
+    """A driver error as SQLAlchemy raises it through a Connection (IntegrityError,
+    OperationalError...), its parameters hidden."""
+    return sa_exc.DBAPIError.instance(
+        statement,
+        None,
+        error,
+        dialect.loaded_dbapi.Error,
+        hide_parameters=True,
+        dialect=dialect,
+        ismulti=False,
+    )
 
 
 class LightSession(Session):
@@ -35,9 +50,10 @@ class LightSession(Session):
         # A SQLite request writer's group commit (agent_broker.db.group_commit): its
         # connection and transaction are the group's, its own work a savepoint in it.
         self.group: GroupCommit | None = None
-        # PostgreSQL: one cursor for the session's prepared statements (statement_cursor).
-        self.keeps_cursor = bind.dialect.name == "postgresql"
-        self._kept_cursor: Any = None
+        # PostgreSQL: prepared statements go through libpq (agent_broker.db.libpq), and those
+        # whose outcome nobody reads wait here for the session's next round trip.
+        self.on_libpq = bind.dialect.name == "postgresql"
+        self.queued: list[libpq.Statement] = []
 
     def dbapi_connection(self) -> Any:
         """The DBAPI connection of this session's transaction, begun if need be."""
@@ -54,35 +70,25 @@ class LightSession(Session):
                     dbapi_connection.execute(self._begin_sql)
                 self._begun = True
         except self.dialect.loaded_dbapi.Error as error:
-            # Raised as SQLAlchemy raises it through a Connection (OperationalError...).
-            raise sa_exc.DBAPIError.instance(
-                self._begin_sql or "connect",
-                None,
-                error,
-                self.dialect.loaded_dbapi.Error,
-                hide_parameters=True,
-                dialect=self.dialect,
-            ) from error
+            raise as_sqlalchemy_error(self.dialect, self._begin_sql or "connect", error) from error
         return dbapi_connection
 
-    def statement_cursor(self) -> Any:
-        """A cursor on the session's transaction for one prepared statement. On PostgreSQL
-        the session keeps one cursor and hands it out again: psycopg reads each result
-        into memory, so nothing stays pending between statements, and a new psycopg cursor
-        (its adapters, its close) costs about 35 µs, over a third of a statement's CPU
-        (docs/decisions.md, seventh round). SQLite gets a new cursor each time, which the
-        caller closes, so no statement of SQLite's stays open across a savepoint, a commit
-        or a rollback."""
-        dbapi_connection = self.dbapi_connection()  # begins the transaction if need be
-        if self._kept_cursor is not None:
-            return self._kept_cursor
-        cursor = dbapi_connection.cursor()
-        if self.keeps_cursor:
-            self._kept_cursor = cursor
-        return cursor
+    def send_queued(self, then_commit: bool = False) -> None:
+        """Run the queued statements now (ORM work or a commit follows)."""
+        if self.queued or then_commit:
+            dbapi_connection = self.dbapi_connection()
+            try:
+                if then_commit:
+                    libpq.commit(dbapi_connection, self.queued)
+                else:
+                    libpq.send(dbapi_connection, self.queued)
+            except self.dialect.loaded_dbapi.Error as error:
+                raise as_sqlalchemy_error(self.dialect, "queued statements", error) from error
 
     def get_bind(self, *args: Any, **kwargs: Any) -> Any:
         # Every ORM path (execute, flush, savepoints) asks here for its connection.
+        if self.queued:
+            self.send_queued()
         if self._orm_bind is None:
             self.dbapi_connection()
             assert self._pooled is not None
@@ -95,16 +101,25 @@ class LightSession(Session):
         )
 
     def _end_pooled(self, succeeded: bool) -> None:
+        if not succeeded:
+            self.queued.clear()
         if self._pooled is not None and self._begun:
             dbapi_connection = self._pooled.dbapi_connection
-            if succeeded:
-                dbapi_connection.commit()
-            else:
+            if not succeeded:
                 dbapi_connection.rollback()
+            elif self.on_libpq:
+                self.send_queued(then_commit=True)
+            else:
+                dbapi_connection.commit()
         self._begun = False
 
     def commit(self) -> None:
         if self._has_orm_work():
+            if self._orm_bind is not None:
+                # The ORM commits that connection itself: what is queued must go first.
+                # (Without one, its transaction only tells the after_commit listeners, and
+                # the queued statements go with the COMMIT below.)
+                self.send_queued()
             super().commit()  # flushes, commits the connection, tells after_commit listeners
         self._end_pooled(True)
 
@@ -123,8 +138,6 @@ class LightSession(Session):
             # connection back in, as closing the pooled connection itself does otherwise.
             owner = self._orm_bind or self._pooled
             self._orm_bind = self._pooled = None
-            kept, self._kept_cursor = self._kept_cursor, None
-            if kept is not None:
-                kept.close()
+            self.queued.clear()
             if owner is not None:
                 owner.close()

@@ -15,6 +15,7 @@ added, as an autoflushing query would."""
 
 from __future__ import annotations
 
+import copy
 from collections import namedtuple
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -27,7 +28,8 @@ from sqlalchemy.orm import Session
 from sqlalchemy.sql import ClauseElement
 from sqlalchemy.sql.compiler import SQLCompiler
 
-from agent_broker.db.light import LightSession
+from agent_broker.db import libpq
+from agent_broker.db.light import LightSession, as_sqlalchemy_error
 
 Processor = Callable[[Any], Any] | None
 # One bind: (name in the SQL, caller's key or None for a fixed value, processor, fixed value)
@@ -37,6 +39,7 @@ _Bind = tuple[str, str | None, Processor, Any]
 class _Compiled:
     __slots__ = (
         "sql",
+        "libpq_sql",
         "positional",
         "binds",
         "keys",
@@ -47,9 +50,12 @@ class _Compiled:
     )
 
     def __init__(self, statement: ClauseElement, dialect: Dialect) -> None:
-        compiled = statement.compile(dialect=dialect)
+        on_libpq = dialect.name == "postgresql"
+        # libpq takes the server's own $1 placeholders (agent_broker.db.libpq).
+        compiled = statement.compile(dialect=_numeric_dollar(dialect) if on_libpq else dialect)
         assert isinstance(compiled, SQLCompiler)
         self.sql = compiled.string
+        self.libpq_sql = self.sql.encode() if on_libpq else None
         self.positional = bool(compiled.positional)
         self.dialect = dialect
         self.dbapi_error = dialect.loaded_dbapi.Error
@@ -114,13 +120,16 @@ class _Compiled:
         return self.row._make(values)
 
 
+def _numeric_dollar(dialect: Dialect) -> Dialect:
+    """The dialect as it is, but writing binds as $1, $2... (each name one number)."""
+    numbered = copy.copy(dialect)
+    numbered.paramstyle = "numeric_dollar"
+    numbered.positional = True
+    numbered.identifier_preparer = numbered.preparer(numbered)
+    return numbered
+
+
 _CONNECTION = "agent_broker.prepared.connection"
-
-
-def _done(session: Session, cursor: Any) -> None:
-    """Close a statement's cursor, unless it is the one its light session keeps."""
-    if not (isinstance(session, LightSession) and session.keeps_cursor):
-        cursor.close()
 
 
 def _connection_of(session: Session, prepared: Prepared) -> tuple[_Compiled, Any]:
@@ -161,47 +170,71 @@ class Prepared:
             compiled = self._by_dialect[dialect.name] = _Compiled(statement, dialect)
         return compiled
 
-    def _cursor(self, session: Session, params: Mapping[str, Any]) -> tuple[Any, _Compiled]:
-        """The cursor that ran the statement, and the statement; give the cursor back with
-        _done() once its result is read."""
+    def _run(self, session: Session, params: Mapping[str, Any]) -> tuple[int, list, _Compiled]:
+        """Run the statement: the rows it changed, its rows as the driver gives them, and
+        the statement."""
         if session._new or session._deleted or session.identity_map._modified:
             session.flush()
+        queued: list[libpq.Statement] = []
         if isinstance(session, LightSession):
             compiled = self._compiled(session.dialect)
-            cursor = session.statement_cursor()
+            dbapi_connection = session.dbapi_connection()  # begins the transaction if need be
+            queued = session.queued
         else:
             compiled, dbapi_connection = _connection_of(session, self)
-            cursor = dbapi_connection.cursor()
         try:
-            cursor.execute(compiled.sql, compiled.arguments(params))
+            if compiled.libpq_sql is not None:
+                rowcount, raws = libpq.run(
+                    dbapi_connection, queued, compiled.libpq_sql, compiled.arguments(params)
+                )
+                return rowcount, raws, compiled
+            cursor = dbapi_connection.cursor()
+            try:
+                cursor.execute(compiled.sql, compiled.arguments(params))
+                return cursor.rowcount, cursor.fetchall() if cursor.description else [], compiled
+            finally:
+                cursor.close()
         except compiled.dbapi_error as error:
-            _done(session, cursor)
-            raise sa_exc.DBAPIError.instance(
-                compiled.sql,
-                None,
-                error,
-                compiled.dbapi_error,
-                hide_parameters=True,
-                dialect=compiled.dialect,
-                ismulti=False,
-            ) from error
-        return cursor, compiled
+            raise as_sqlalchemy_error(compiled.dialect, compiled.sql, error) from error
+
+    def queue(self, session: Session, **params: Any) -> None:
+        """Run it without waiting for its outcome, where that saves a round trip: in a light
+        session on PostgreSQL it goes with the session's next statement, ORM work or
+        commit, and an error it meets is raised there (so only for statements whose
+        outcome the caller would not read, in a transaction that fails as a whole if
+        they do). Elsewhere it runs now."""
+        if not saves_round_trips(session):
+            self._run(session, params)
+            return
+        if session._new or session._deleted or session.identity_map._modified:
+            session.flush()
+        compiled = self._compiled(session.dialect)
+        session.dbapi_connection()  # begins the transaction if need be
+        assert compiled.libpq_sql is not None
+        session.queued.append((compiled.libpq_sql, compiled.arguments(params)))
+
+    def queue_row(self, session: Session, **params: Any) -> Any:
+        """For an INSERT that returns the row it writes (inserting(table, returning=True)),
+        given a value for every column: queue it (see queue) and make the row from those
+        values, where a round trip is saved so; elsewhere run it and read the row back."""
+        light = isinstance(session, LightSession)
+        compiled = self._compiled(session.dialect if light else session.get_bind().dialect)
+        assert compiled.row is not None, "queue_row needs an INSERT ... RETURNING"
+        fields = compiled.row._fields
+        if missing := set(fields) - params.keys():
+            raise TypeError(f"queue_row needs every column: {', '.join(sorted(missing))}")
+        if not (light and session.on_libpq):
+            return self.one(session, **params)
+        self.queue(session, **params)
+        return compiled.row._make([params[field] for field in fields])
 
     def execute(self, session: Session, **params: Any) -> int:
         """Run it; the number of rows it changed."""
-        cursor, _ = self._cursor(session, params)
-        try:
-            return int(cursor.rowcount)
-        finally:
-            _done(session, cursor)
+        return int(self._run(session, params)[0])
 
     def one_or_none(self, session: Session, **params: Any) -> Any:
-        cursor, compiled = self._cursor(session, params)
-        try:
-            raw = cursor.fetchone()
-        finally:
-            _done(session, cursor)
-        return None if raw is None else compiled.to_row(raw)
+        _, raws, compiled = self._run(session, params)
+        return compiled.to_row(raws[0]) if raws else None
 
     def one(self, session: Session, **params: Any) -> Any:
         row = self.one_or_none(session, **params)
@@ -210,17 +243,19 @@ class Prepared:
         return row
 
     def all(self, session: Session, **params: Any) -> list[Any]:
-        cursor, compiled = self._cursor(session, params)
-        try:
-            raws = cursor.fetchall()
-        finally:
-            _done(session, cursor)
+        _, raws, compiled = self._run(session, params)
         return [compiled.to_row(raw) for raw in raws]
 
     def scalar(self, session: Session, **params: Any) -> Any:
         """The first column of the first row, or None without a row."""
         row = self.one_or_none(session, **params)
         return None if row is None else row[0]
+
+
+def saves_round_trips(session: Session) -> bool:
+    """Whether Prepared.queue defers statements in this session (a light session on
+    PostgreSQL), for callers that write differently when it does."""
+    return isinstance(session, LightSession) and session.on_libpq
 
 
 def _every_column(table: Table) -> dict[str, Any]:

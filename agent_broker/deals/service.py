@@ -80,7 +80,7 @@ def seal(
             "contact_url": account.contact_url,
         }
         values.update({f"{side}_{name}": value for name, value in coordinates.items()})
-    deal = _INSERT.one(session, **values)
+    deal = _INSERT.queue_row(session, **values)
     # Sealing bills both sides (each fee is captured): both were active now, which a
     # counting seal records with the rest of its reputation.
     if counts:

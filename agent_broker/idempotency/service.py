@@ -141,7 +141,7 @@ def run_once(
         if claim_id is None:
             raise RuntimeError("an idempotency key was neither claimable nor claimed")
     outcome = compute()
-    _ANSWER.execute(
+    _ANSWER.queue(
         session,
         id=claim_id,
         status=outcome.status,

@@ -101,7 +101,7 @@ def take_hold(
         if _RESERVE.execute(session, code=code, amount=amount_micro) != 1:
             raise InsufficientFunds()
     hold_id = str(uuid.uuid4())
-    _INSERT_HOLD.execute(
+    _INSERT_HOLD.queue(
         session,
         id=hold_id,
         code=code,
@@ -114,18 +114,29 @@ def take_hold(
 
 
 def _settle(
-    session: Session, hold_id: str, status: str, now: datetime, *, live_only: bool
+    session: Session,
+    hold_id: str,
+    status: str,
+    now: datetime,
+    *,
+    live_only: bool,
+    locked_wallet: str | None = None,
 ) -> SettledHold | None:
     """Move an active hold to `status` and give its amount back to spendable. Returns the
     hold when this call settled it, None when it was already settled (or had lapsed and
-    `live_only` asks for a hold that has not)."""
+    `live_only` asks for a hold that has not). `locked_wallet`: the hold's wallet, which
+    the caller has locked already (ledger.locks.lock_wallets)."""
     # The wallet before its hold: the lock order every money path follows (ledger.locks).
-    lock_wallet_of_hold(session, hold_id)
+    if locked_wallet is None:
+        lock_wallet_of_hold(session, hold_id)
     statement = _SETTLE_LIVE if live_only else _SETTLE
     row = statement.one_or_none(session, hold_id=hold_id, status=status, now=now)
     if row is None:
         return None
-    _UNRESERVE.execute(session, code=row.wallet_code, amount=row.amount_micro)
+    if locked_wallet is not None and row.wallet_code != locked_wallet:
+        # The caller locked another wallet: the lock order is broken, so nothing moves.
+        raise RuntimeError("the hold belongs to a wallet the caller did not lock")
+    _UNRESERVE.queue(session, code=row.wallet_code, amount=row.amount_micro)
     return SettledHold(row.wallet_code, row.amount_micro, row.reference)
 
 
@@ -135,10 +146,19 @@ def release_hold(session: Session, hold_id: str, *, now: datetime) -> bool:
 
 
 def capture_hold(
-    session: Session, hold_id: str, *, sink: str, kind: str, memo: str, now: datetime
+    session: Session,
+    hold_id: str,
+    *,
+    sink: str,
+    kind: str,
+    memo: str,
+    now: datetime,
+    locked_wallet: str | None = None,
 ) -> None:
-    """Turn an active, unexpired hold into a journalled charge paid to `sink`."""
-    hold = _settle(session, hold_id, "captured", now, live_only=True)
+    """Turn an active, unexpired hold into a journalled charge paid to `sink`. The caller
+    that has locked the hold's wallet (lock_wallets) names it in `locked_wallet`, which
+    saves locking it again."""
+    hold = _settle(session, hold_id, "captured", now, live_only=True, locked_wallet=locked_wallet)
     if hold is None:
         raise HoldNotCapturable()
     post_entry(

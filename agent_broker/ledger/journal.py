@@ -6,11 +6,12 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import bindparam, insert, update
+from sqlalchemy import bindparam, insert, select, union_all, update
 from sqlalchemy.orm import Session
 
-from agent_broker.db.prepared import Prepared
+from agent_broker.db.prepared import Prepared, saves_round_trips
 from agent_broker.ledger.books import is_wallet
 from agent_broker.ledger.errors import InsufficientFunds, UnbalancedEntry
 from agent_broker.ledger.models import JournalEntry, LedgerAccount, Posting
@@ -53,6 +54,29 @@ _INSERT_POSTING_PAIR = Prepared(
         ]
     )
 )
+
+
+def _entry_with_pair(dialect_name: str) -> Any:
+    """PostgreSQL: the entry and its two postings in one statement (the entry's INSERT as a
+    WITH clause whose RETURNING feeds the postings), so the caller need not wait for the
+    entry's sequence and the whole entry can go with the next round trip. The postings
+    keep the entry's order, as _INSERT_POSTING_PAIR writes them."""
+    assert dialect_name == "postgresql", "SQLite writes the entry, then its postings"
+    entry = _INSERT_ENTRY.statement.cte("entry")  # type: ignore[union-attr]
+    pair = [
+        select(
+            entry.c.sequence,
+            bindparam(f"code{i}", type_=_postings.c.account_code.type),
+            bindparam(f"amount{i}", type_=_postings.c.amount_micro.type),
+        )
+        for i in (0, 1)
+    ]
+    return insert(_postings).from_select(
+        ["entry_sequence", "account_code", "amount_micro"], union_all(*pair)
+    )
+
+
+_INSERT_ENTRY_WITH_PAIR = Prepared(_entry_with_pair)
 # A debit lands only if the spendable balance covers it: the database refuses overdrafts.
 _DEBIT = Prepared(
     update(_wallet)
@@ -81,8 +105,8 @@ def post_entry(
     now: datetime,
     reference: str | None = None,
     real_money: bool = False,
-) -> int:
-    """Write one journal entry and move the wallet balances it names; its sequence.
+) -> None:
+    """Write one journal entry and move the wallet balances it names.
 
     A wallet debit is one conditional UPDATE (spendable >= amount), so the database, not
     a read in Python, refuses to overdraw under any concurrency. Wallet rows are touched
@@ -99,24 +123,26 @@ def post_entry(
         if is_wallet(code):
             _move_wallet(session, code, amount, real_money=real_money)
 
-    sequence = _INSERT_ENTRY.scalar(
-        session,
-        id=str(uuid.uuid4()),
-        kind=kind,
-        memo=memo[:500],
-        reference=reference,
-        real_money=real_money,
-        created_at=now,
-    )
+    entry = {
+        "id": str(uuid.uuid4()),
+        "kind": kind,
+        "memo": memo[:500],
+        "reference": reference,
+        "real_money": real_money,
+        "created_at": now,
+    }
     if len(postings) == 2:
         (code0, amount0), (code1, amount1) = postings
-        _INSERT_POSTING_PAIR.execute(
-            session, sequence=sequence, code0=code0, amount0=amount0, code1=code1, amount1=amount1
-        )
-    else:
-        for code, amount in postings:
-            _INSERT_POSTING.execute(session, sequence=sequence, code=code, amount=amount)
-    return int(sequence)
+        pair = {"code0": code0, "amount0": amount0, "code1": code1, "amount1": amount1}
+        if saves_round_trips(session):
+            _INSERT_ENTRY_WITH_PAIR.queue(session, **entry, **pair)
+            return
+        sequence = _INSERT_ENTRY.scalar(session, **entry)
+        _INSERT_POSTING_PAIR.queue(session, sequence=sequence, **pair)
+        return
+    sequence = _INSERT_ENTRY.scalar(session, **entry)
+    for code, amount in postings:
+        _INSERT_POSTING.queue(session, sequence=sequence, code=code, amount=amount)
 
 
 def _move_wallet(session: Session, code: str, amount: int, *, real_money: bool) -> None:

@@ -105,7 +105,7 @@ def post(
         if not funded and _posted(session, account_id) >= UNFUNDED_LISTING_CAP:
             raise ListingCapReached()
 
-    listing = _INSERT.one(
+    listing = _INSERT.queue_row(
         session,
         id=listing_id,
         poster_id=account_id,

@@ -163,7 +163,7 @@ def _bump_stats(session: Session, account_id: str, **increments: int) -> None:
 
 
 def _count_sale(session: Session, seller_id: str, category: str) -> None:
-    _COUNT_SALE.execute(session, account_id=seller_id, category=category)
+    _COUNT_SALE.queue(session, account_id=seller_id, category=category)
 
 
 def record_seal(session: Session, *, parties: dict[str, str], category: str, now: datetime) -> None:
@@ -172,13 +172,13 @@ def record_seal(session: Session, *, parties: dict[str, str], category: str, now
     starts the trading clock, and both parties were active now. `parties` maps role
     ('buyer', 'seller') to account id. Rows are written in account order."""
     for role, account_id in sorted(parties.items(), key=lambda item: item[1]):
-        _SEALED_ONE_MORE.execute(session, account_id=account_id, role=role)
+        _SEALED_ONE_MORE.queue(session, account_id=account_id, role=role)
     buyer, seller = parties["buyer"], parties["seller"]
     first, second = sorted((buyer, seller))
     new = {row.account_id for row in _REMEMBER_PAIRS.all(session, first=first, second=second)}
     _count_sale(session, seller, category)
     for account_id in sorted({first, second}):
-        _SEALED_STATS.execute(
+        _SEALED_STATS.queue(
             session,
             account_id=account_id,
             now=now,
@@ -215,4 +215,4 @@ def record_dispute(session: Session, *, against_id: str) -> None:
 def touch(session: Session, account_ids: list[str], *, now: datetime) -> None:
     """A billable action: the accounts were active now (liveness, not trade recency)."""
     for account_id in sorted(set(account_ids)):
-        _TOUCH.execute(session, account_id=account_id, now=now)
+        _TOUCH.queue(session, account_id=account_id, now=now)

@@ -172,7 +172,7 @@ def open_thread(
         session, opener.id, DEAL_FEE_MICRO, reference=thread_id, expires_at=expires_at, now=now
     )
     reputation.touch(session, [opener.id], now=now)
-    thread = _INSERT.one(
+    thread = _INSERT.queue_row(
         session,
         id=thread_id,
         listing_id=listing.id,
@@ -368,6 +368,8 @@ def finalize(
         kind="deal_fee",
         memo="deal fee, negotiator side",
         now=now,
+        # The opener's wallet: locked above, as the sealed thread is among `competitors`.
+        locked_wallet=books.wallet_code(thread.opener_id),
     )
     ledger.charge(
         session,

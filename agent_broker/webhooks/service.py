@@ -17,7 +17,7 @@ from datetime import datetime
 from typing import Any
 from urllib.parse import urlsplit
 
-from sqlalchemy import bindparam, delete, select
+from sqlalchemy import bindparam, delete, insert, select
 from sqlalchemy.orm import Session
 
 from agent_broker import clock
@@ -38,15 +38,6 @@ MAX_URL = 2048
 
 _endpoints = WebhookEndpoint.__table__
 _events = WebhookEvent.__table__
-_ENDPOINT = Prepared(
-    select(_endpoints.c.url).where(_endpoints.c.account_id == bindparam("account_id"))
-)
-# Which of two accounts have an endpoint (an event for both sides of a deal).
-_WITH_ENDPOINT_OF_TWO = Prepared(
-    select(_endpoints.c.account_id).where(
-        _endpoints.c.account_id.in_([bindparam("first"), bindparam("second")])
-    )
-)
 _FORGET_ENDPOINT = Prepared(
     delete(_endpoints).where(_endpoints.c.account_id == bindparam("account_id"))
 )
@@ -55,8 +46,21 @@ _FORGET_EVENTS = Prepared(
         _events.c.account_id == bindparam("account_id"), _events.c.delivered_at.is_(None)
     )
 )
-_INSERT_EVENT = Prepared(
-    _events.insert().values({c.key: bindparam(c.key) for c in _events.c if c.key != "sequence"})
+# The event for an account, written only if the account has an endpoint: the lookup and
+# the write are one statement, so it can go with the transaction's next round trip.
+_WRITTEN = ("id", "account_id", "subject", "type", "payload", "created_at", "next_attempt_at")
+_INSERT_EVENT_IF_LISTENING = Prepared(
+    insert(_events).from_select(
+        _WRITTEN,
+        select(
+            *(
+                _endpoints.c.account_id
+                if key == "account_id"
+                else bindparam(key, type_=_events.c[key].type)
+                for key in _WRITTEN
+            )
+        ).where(_endpoints.c.account_id == bindparam("account_id")),
+    )
 )
 
 
@@ -111,9 +115,8 @@ def enqueue(
     *,
     now: datetime,
 ) -> None:
-    """Write the event for the account, if it has an endpoint (one indexed lookup)."""
-    listening = _ENDPOINT.scalar(session, account_id=account_id) is not None
-    _write_events(session, [account_id] if listening else [], event_type, subject, data, now=now)
+    """Write the event for the account, if it has an endpoint."""
+    _write_events(session, (account_id,), event_type, subject, data, now=now)
 
 
 def enqueue_for_both(
@@ -126,31 +129,26 @@ def enqueue_for_both(
     now: datetime,
 ) -> None:
     """Write the event for each of the two accounts that has an endpoint, in the order
-    given (one lookup for both)."""
-    first, second = parties
-    found = _WITH_ENDPOINT_OF_TWO.all(session, first=first, second=second)
-    listening = {row.account_id for row in found}
-    recipients = [account_id for account_id in parties if account_id in listening]
-    _write_events(session, recipients, event_type, subject, data, now=now)
+    given."""
+    _write_events(session, parties, event_type, subject, data, now=now)
 
 
 def _write_events(
     session: Session,
-    account_ids: list[str],
+    account_ids: tuple[str, ...],
     event_type: str,
     subject: str,
     data: dict[str, Any],
     *,
     now: datetime,
 ) -> None:
-    """One event row per account, the payload written out once for all of them."""
+    """One event row per account with an endpoint, the payload written out once for all
+    of them. The rows go with the transaction's next round trip (Prepared.queue)."""
     assert event_type in EVENT_TYPES, event_type
-    if not account_ids:
-        return
     payload = {"type": event_type, "timestamp": clock.rfc3339(now), "data": data}
     body = json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
     for account_id in account_ids:
-        _INSERT_EVENT.execute(
+        _INSERT_EVENT_IF_LISTENING.queue(
             session,
             id=f"msg_{uuid.uuid4().hex}",
             account_id=account_id,
@@ -158,11 +156,7 @@ def _write_events(
             type=event_type,
             payload=body,
             created_at=now,
-            attempts=0,
             next_attempt_at=now,
-            delivered_at=None,
-            failed_at=None,
-            last_error=None,
         )
 
 

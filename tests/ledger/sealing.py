@@ -3,6 +3,7 @@ database as a malicious DBA would (dropping the append-only triggers first)."""
 
 from __future__ import annotations
 
+import uuid
 from datetime import timedelta
 
 from fastapi import FastAPI
@@ -19,20 +20,26 @@ PAST_MARGIN = sealer.SAFETY_MARGIN + timedelta(seconds=1)
 
 def journal(app: FastAPI, count: int = 1, *, memo: str = "operator adjustment") -> list[int]:
     """Write `count` committed journal entries (operator to fees); their sequences."""
-    sequences = []
+    references = [f"ref-{uuid.uuid4().hex[:8]}-{i}" for i in range(count)]
     with app.state.db.writer() as session:
-        for i in range(count):
-            sequence = post_entry(
+        for i, reference in enumerate(references):
+            post_entry(
                 session,
                 kind="test_adjustment",
                 memo=f"{memo} {i}",
                 postings=[(books.OPERATOR, -(100 + i)), (books.FEES, 100 + i)],
                 now=clock.now(),
-                reference=f"ref-{i}",
+                reference=reference,
             )
-            sequences.append(sequence)
         session.commit()
-    return sequences
+    with app.state.db.reader() as session:
+        written = session.execute(
+            select(JournalEntry.reference, JournalEntry.sequence).where(
+                JournalEntry.reference.in_(references)
+            )
+        )
+        sequence_of = dict(written.tuples().all())
+    return [sequence_of[reference] for reference in references]
 
 
 def run_sealer(app: FastAPI, **kwargs) -> sealer.SealerRun:  # type: ignore[no-untyped-def]

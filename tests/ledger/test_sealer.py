@@ -350,6 +350,7 @@ def test_a_row_inserted_into_a_gap_of_the_sealed_range_is_reported(app):
             postings=[(books.OPERATOR, -1), (books.FEES, 1)],
             now=clock.now(),
         )
+        session.send_queued()  # the entry reaches the database (PostgreSQL defers it)
         session.rollback()
     journal(app, 1)
     assert seal_now(app).sealed == 2
@@ -455,6 +456,7 @@ def _in_flight_entry(app):  # type: ignore[no-untyped-def]
         postings=[(books.OPERATOR, -1), (books.FEES, 1)],
         now=clock.now(),
     )
+    session.send_queued()  # the entry reaches the database (PostgreSQL defers it)
     return session
 
 

@@ -1,0 +1,175 @@
+"""Prepared statements on PostgreSQL through psycopg's libpq wrapper (psycopg.pq).
+
+A statement run through a psycopg cursor costs its caller about 70 µs of CPU, of which
+about 30 µs is the cursor's Python (its query conversion, prepared-statement bookkeeping
+and result object) and the rest the send, the wait and the receive. Here the statement
+goes to libpq directly: the values are dumped and the rows loaded by psycopg's own
+Transformer with the connection's adapters, as the cursor would, and the statement is
+prepared on the server under a name this module keeps per connection. Everything goes in
+one pipeline flush: the BEGIN that starts the transaction (which psycopg would send as a
+round trip of its own), the statement's PREPARE the first time the connection sees it,
+statements queued before it whose outcome nobody reads (Prepared.queue), and the
+statement; the COMMIT goes with the statements queued last.
+docs/decisions.md, eighth round, has the measurements.
+
+The connection stays a psycopg connection in the same state psycopg left it in: libpq's
+transaction status is what psycopg reads, so its commit, rollback and ORM statements go on
+in the transaction begun here."""
+
+from __future__ import annotations
+
+import select
+import weakref
+from typing import Any
+
+import psycopg
+from psycopg import errors, pq
+from psycopg.adapt import PyFormat, Transformer
+
+_IDLE = pq.TransactionStatus.IDLE
+_FATAL = pq.ExecStatus.FATAL_ERROR
+_ABORTED = pq.ExecStatus.PIPELINE_ABORTED
+_SYNC = pq.ExecStatus.PIPELINE_SYNC
+_TEXT = PyFormat.TEXT
+
+
+# A statement as queued: its SQL and its values, not yet dumped.
+Statement = tuple[bytes, list[Any]]
+
+
+class Channel:
+    """What this module keeps per psycopg connection: its statement names and the
+    Transformer that converts values with the connection's adapters."""
+
+    __slots__ = ("connection", "pgconn", "transformer", "names", "counter", "__weakref__")
+
+    def __init__(self, connection: psycopg.Connection) -> None:
+        self.connection = connection
+        self.pgconn = connection.pgconn
+        self.transformer = Transformer(connection)
+        # Statement SQL -> the name it is prepared under on this connection's server session.
+        self.names: dict[bytes, bytes] = {}
+        self.counter = 0
+
+
+_channels: weakref.WeakKeyDictionary[Any, Channel] = weakref.WeakKeyDictionary()
+
+
+def channel(connection: psycopg.Connection) -> Channel:
+    found = _channels.get(connection)
+    if found is None:
+        found = _channels[connection] = Channel(connection)
+    return found
+
+
+def run(
+    connection: psycopg.Connection, queued: list[Statement], sql: bytes, args: list[Any]
+) -> tuple[int, list[tuple]]:
+    """Run the statements `queued` (emptied) and then this one in the connection's
+    transaction, begun if need be: this one's changed-row count and its rows as tuples."""
+    found = channel(connection)
+    queued.append((sql, args))
+    result = _round_trip(found, queued, None)
+    assert result is not None
+    rowcount = result.command_tuples
+    rows: list[tuple] = []
+    if result.ntuples:
+        transformer = found.transformer
+        transformer.set_pgresult(result)
+        rows = transformer.load_rows(0, result.ntuples, tuple)
+    return (rowcount if rowcount is not None else -1), rows
+
+
+def send(connection: psycopg.Connection, queued: list[Statement]) -> None:
+    """Run the statements `queued` (emptied), if any, in the connection's transaction."""
+    if queued:
+        _round_trip(channel(connection), queued, None)
+
+
+def commit(connection: psycopg.Connection, queued: list[Statement]) -> None:
+    """Run the statements `queued` (emptied) and commit, in one round trip."""
+    found = channel(connection)
+    if queued or found.pgconn.transaction_status != _IDLE:
+        _round_trip(found, queued, b"COMMIT")
+
+
+def _round_trip(
+    found: Channel, statements: list[Statement], command: bytes | None
+) -> pq.PGresult | None:
+    """BEGIN if need be, `statements` (emptied) and `command`, in one pipeline: the result
+    of the last statement; the first error met is raised."""
+    pgconn = found.pgconn
+    dump = found.transformer.dump_sequence
+    # Dumped before anything is sent: a value psycopg cannot adapt fails here, with the
+    # connection as it was.
+    sending = [(sql, dump(args, [_TEXT] * len(args)) if args else None) for sql, args in statements]
+    statements.clear()
+    # What each result read back answers, in the order sent: None for BEGIN and for a
+    # statement, (sql, name) for a PREPARE.
+    sent: list[tuple[bytes, bytes] | None] = []
+    pgconn.enter_pipeline_mode()
+    try:
+        if pgconn.transaction_status == _IDLE:
+            pgconn.send_query_params(b"BEGIN", None)
+            sent.append(None)
+        for sql, values in sending:
+            name = found.names.get(sql)
+            if name is None:
+                found.counter += 1
+                name = b"ab_%d" % found.counter
+                pgconn.send_prepare(name, sql)
+                sent.append((sql, name))
+            pgconn.send_query_prepared(name, values)
+            sent.append(None)
+        if command is not None:
+            pgconn.send_query_params(command, None)
+            sent.append(None)
+        pgconn.pipeline_sync()
+        results = _exchange(pgconn)
+    finally:
+        _leave_pipeline(found)
+    failed = None
+    for answers, result in zip(sent, results, strict=True):
+        status = result.status
+        if status == _FATAL and failed is None:
+            failed = result
+        elif answers is not None and status != _ABORTED and status != _FATAL:
+            # Named statements are not transactional: this one stays prepared even if a
+            # later statement fails and the transaction rolls back.
+            found.names[answers[0]] = answers[1]
+    if failed is not None:
+        error = errors.error_from_result(failed, encoding=found.connection.info.encoding)
+        if isinstance(error, errors.InvalidSqlStatementName):
+            # Something deallocated this session's statements (DISCARD ALL...): this
+            # transaction fails, and the next prepares them again.
+            found.names.clear()
+        raise error
+    return results[-1] if command is None and sending else None
+
+
+def _exchange(pgconn: pq.PGconn) -> list[pq.PGresult]:
+    """Flush the pipeline and read its results up to its sync point."""
+    fileno = pgconn.socket
+    while pgconn.flush():
+        select.select([fileno], [fileno], [])
+        pgconn.consume_input()
+    results: list[pq.PGresult] = []
+    while True:
+        while pgconn.is_busy():
+            select.select([fileno], [], [])
+            pgconn.consume_input()
+        result = pgconn.get_result()
+        if result is None:
+            continue  # the end of one statement's results
+        if result.status == _SYNC:
+            return results
+        results.append(result)
+
+
+def _leave_pipeline(found: Channel) -> None:
+    try:
+        found.pgconn.exit_pipeline_mode()
+    except psycopg.Error:
+        # Results left unread (the exchange broke off): the connection cannot be trusted
+        # to be in step with the server, so it is closed and the pool drops it.
+        found.connection.close()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 from datetime import datetime, timedelta
 
-from sqlalchemy import bindparam, or_, select, update
+from sqlalchemy import bindparam, case, or_, select, update
 from sqlalchemy.orm import Session
 
 from agent_broker import clock
@@ -68,6 +68,22 @@ _OFFER = Prepared(
     update(_threads)
     .where(*_OPEN_NOW, _threads.c.turn == bindparam("side"))
     .values(diff=bindparam("diff"), turn=bindparam("other"), updated_at=bindparam("now"))
+    .returning(*_threads.c)
+)
+# The offer in one statement when the caller is a party whose turn it is (the usual case);
+# it matches nothing otherwise, and offer() then reads the thread to say why.
+_CALLERS_SIDE = case(
+    (_threads.c.poster_id == bindparam("caller"), "poster"),
+    (_threads.c.opener_id == bindparam("caller"), "negotiator"),
+)
+_OFFER_IN_TURN = Prepared(
+    update(_threads)
+    .where(*_OPEN_NOW, _threads.c.turn == _CALLERS_SIDE)
+    .values(
+        diff=bindparam("diff"),
+        turn=case((_threads.c.turn == "poster", "negotiator"), else_="poster"),
+        updated_at=bindparam("now"),
+    )
     .returning(*_threads.c)
 )
 _REJECT = Prepared(
@@ -225,21 +241,30 @@ def offer(
     screen: Screen,
     now: datetime,
 ) -> dict:
-    thread, side = _party_thread(session, thread_id, account_id)
-    _refuse_unless_open(thread, now)
-    if thread.turn != side:
-        raise OutOfTurn()
-    text = _diff(diff)
-    screen({"diff": text})
-    other = "negotiator" if side == "poster" else "poster"
-    moved = _OFFER.one_or_none(
-        session, thread_id=thread.id, now=now, side=side, diff=text, other=other
+    # Written first, then checked: a refusal of the text rolls the offer back with the
+    # transaction, and every other refusal comes from the thread as read below, in the
+    # order it always had (404, the thread's state, the turn, the text).
+    moved = _OFFER_IN_TURN.one_or_none(
+        session, thread_id=thread_id, now=now, caller=account_id, diff=diff
     )
     if moved is None:
-        thread, _ = _party_thread(session, thread_id, account_id)
+        thread, side = _party_thread(session, thread_id, account_id)
         _refuse_unless_open(thread, now)
-        raise OutOfTurn()
-    recipient = thread.opener_id if side == "poster" else thread.poster_id
+        if thread.turn != side:
+            raise OutOfTurn()
+        text = _diff(diff)
+        screen({"diff": text})
+        other = "negotiator" if side == "poster" else "poster"
+        moved = _OFFER.one_or_none(
+            session, thread_id=thread.id, now=now, side=side, diff=text, other=other
+        )
+        if moved is None:
+            thread, _ = _party_thread(session, thread_id, account_id)
+            _refuse_unless_open(thread, now)
+            raise OutOfTurn()
+    else:
+        screen({"diff": _diff(diff)})
+    recipient = moved.opener_id if account_id == moved.poster_id else moved.poster_id
     webhooks.enqueue(
         session, recipient, "thread.offer", moved.id, webhooks.thread_data(moved), now=now
     )
@@ -339,9 +364,15 @@ def finalize(
     # Locks in one order: the listing, its open threads, then every wallet the seal moves
     # (ledger.locks). The listing lock serialises finalize against finalize and against
     # opening; the thread is read under it, as a competing seal may have closed it. (A
-    # caller who is no party holds the lock only until its refusal rolls back.)
+    # caller who is no party holds the locks only until its refusal rolls back.)
     listing = _LOCK_LISTING_OF.one_or_none(session, thread_id=thread_id)
-    thread, side = _party_thread(session, thread_id, poster.id)
+    competitors = _lock_open_threads(session, listing.id) if listing is not None else []
+    # An open thread is among them; any other is read to say why it cannot be sealed.
+    thread = next((t for t in competitors if t.id == thread_id), None)
+    if thread is not None and poster.id in (thread.poster_id, thread.opener_id):
+        side = "poster" if poster.id == thread.poster_id else "negotiator"
+    else:
+        thread, side = _party_thread(session, thread_id, poster.id)
     if side != "poster":
         raise Forbidden("Only the listing's poster may finalize; nothing moved.")
     if listing is None:
@@ -351,7 +382,6 @@ def finalize(
         raise OutOfTurn("Your last offer is unanswered: the negotiator's diff must stand to seal.")
     if not listings.is_live(listing, now):
         raise ListingExpired("The listing is no longer live; nothing was charged.")
-    competitors = _lock_open_threads(session, listing.id)
     negotiator = accounts.record(session, thread.opener_id)
     deals.ensure_routes(poster, negotiator)
     ledger.lock_wallets(session, [poster.id, *(t.opener_id for t in competitors)])

@@ -34,6 +34,11 @@ REDIS_SOCKET_TIMEOUT_SECONDS = 2.0
 # none after a timeout, which would only double the wait.
 REDIS_RETRIES = 1
 STORE_BACKOFF_SECONDS = 10.0
+# How long a worker takes a shared store's "not spent" at its word (exhausted(): the abuse
+# brake asks on every screened text, a store round trip each time). A worker's own
+# record() or hit() forgets it at once; another worker's reaches it within this delay.
+UNSPENT_TRUST_SECONDS = 1.0
+UNSPENT_REMEMBERED = 10_000  # answers kept at most; past that, all are forgotten
 
 
 def storage_options(uri: str) -> dict[str, Any]:
@@ -55,6 +60,10 @@ class RateLimiter:
         self._items: dict[str, RateLimitItem] = {}
         # time.monotonic() before which the store is not called (it failed recently).
         self._store_down_until = 0.0
+        # (name, limit, identifiers) -> time.monotonic() until which a shared store's
+        # "not spent" stands without asking again (UNSPENT_TRUST_SECONDS).
+        self._shared = uri.startswith("redis")
+        self._unspent_until: dict[tuple[str, ...], float] = {}
 
     def _item(self, limit: str) -> RateLimitItem:
         item = self._items.get(limit)
@@ -79,6 +88,7 @@ class RateLimiter:
 
         If the shared store is unreachable the request is let through and the fault
         logged: a rate limit is a brake, not a reason to refuse service."""
+        self._unspent_until.pop((name, limit, *identifiers), None)
         item = self._item(limit)
 
         def refusal() -> int | None:
@@ -92,14 +102,26 @@ class RateLimiter:
             raise RateLimited(retry_after)
 
     def exhausted(self, name: str, limit: str, *identifiers: str) -> bool:
-        """Whether the budget is spent, without counting anything (fails open)."""
+        """Whether the budget is spent, without counting anything (fails open). With a
+        shared store, a "not spent" is taken for UNSPENT_TRUST_SECONDS."""
+        key = (name, limit, *identifiers)
+        now = time.monotonic()
+        if self._unspent_until.get(key, 0.0) > now:
+            return False
         item = self._item(limit)
-        return self._guarded(name, lambda: not self._limiter.test(item, name, *identifiers), False)
+        spent = self._guarded(name, lambda: not self._limiter.test(item, name, *identifiers), False)
+        if self._shared and not spent:
+            if len(self._unspent_until) >= UNSPENT_REMEMBERED:
+                self._unspent_until.clear()
+            self._unspent_until[key] = now + UNSPENT_TRUST_SECONDS
+        return spent
 
     def record(self, name: str, limit: str, *identifiers: str) -> None:
         """Count one event without refusing anything (fails open)."""
+        self._unspent_until.pop((name, limit, *identifiers), None)
         item = self._item(limit)
         self._guarded(name, lambda: self._limiter.hit(item, name, *identifiers), False)
 
     def reset(self) -> None:
+        self._unspent_until.clear()
         self._storage.reset()

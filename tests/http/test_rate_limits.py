@@ -52,6 +52,34 @@ def test_workers_sharing_redis_count_together(redis_url):
         second.hit("probe", "3/minute", source)
 
 
+def test_a_shared_not_spent_is_trusted_briefly_and_a_workers_own_record_at_once(
+    redis_url, monkeypatch
+):
+    from agent_broker.http import rate_limits
+
+    clock = [1000.0]
+    monkeypatch.setattr(rate_limits.time, "monotonic", lambda: clock[0])
+    account = uuid.uuid4().hex
+    first, second = (RateLimiter(Settings(redis_url=redis_url)) for _ in range(2))
+    assert not first.exhausted("brake", "2/hour", account)
+    assert not second.exhausted("brake", "2/hour", account)
+    first.record("brake", "2/hour", account)
+    first.record("brake", "2/hour", account)
+    assert first.exhausted("brake", "2/hour", account)  # its own records: at once
+    # The other worker asked the store a moment ago and takes that answer a while longer.
+    assert not second.exhausted("brake", "2/hour", account)
+    clock[0] += rate_limits.UNSPENT_TRUST_SECONDS
+    assert second.exhausted("brake", "2/hour", account)
+
+
+def test_an_in_memory_store_is_asked_every_time():
+    limiter = RateLimiter(Settings())
+    account = uuid.uuid4().hex
+    assert not limiter.exhausted("brake", "1/hour", account)
+    limiter._limiter.hit(limiter._item("1/hour"), "brake", account)  # not through record()
+    assert limiter.exhausted("brake", "1/hour", account)
+
+
 def test_registration_limit_is_shared_across_workers_through_redis(make_app, redis_url):
     from fastapi.testclient import TestClient
 

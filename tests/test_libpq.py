@@ -210,3 +210,28 @@ def test_a_queued_insert_gives_the_row_the_database_writes(db):
     with db.reader() as session:
         written = Prepared(select(*_accounts.c).where(_accounts.c.id == bindparam("id")))
         assert tuple(made) == tuple(written.one(session, id=values["id"]))
+
+
+def test_reads_sent_later_come_back_with_the_next_round_trip(db):
+    with db.writer() as session:
+        _new(session, "later001")
+        first = _HANDLES.later(session, prefix="later")
+        _new(session, "later002")
+        second = _HANDLES.later(session, prefix="later")
+        if db.engine.dialect.name == "postgresql":
+            assert len(session.queued) == 4  # nothing sent yet
+        # Each read saw what was sent before it, and nothing after.
+        assert [r.handle for r in second.all()] == ["later001", "later002"]
+        assert session.queued == []  # one round trip took them all
+        assert [r.handle for r in first.all()] == ["later001"]
+        assert first.one_or_none().handle == "later001"
+        session.commit()
+
+
+def test_a_read_dropped_with_its_transaction_says_so(db):
+    _postgresql_only(db)
+    with db.writer() as session:
+        dropped = _HANDLES.later(session, prefix="none")
+        session.rollback()
+        with pytest.raises(RuntimeError, match="dropped"):
+            dropped.all()

@@ -5,6 +5,7 @@ never count."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import date, datetime, timedelta
 
 from sqlalchemy import Integer, bindparam, case, func, select, update
@@ -53,6 +54,13 @@ _CERTIFIED = select(_records.c.account_id, _records.c.checked_on).where(
     _records.c.public_certified.is_(True)
 )
 _CERTIFIED_ONE = Prepared(_CERTIFIED.where(_records.c.account_id == bindparam("account_id")))
+
+
+def certified_later(session: Session, account_id: str) -> Callable[[], bool]:
+    """Whether the account holds the badge, its lookup sent with the session's next round
+    trip (Prepared.later): call what it returns for the answer."""
+    later = _CERTIFIED_ONE.later(session, account_id=account_id)
+    return lambda: bool(later.all())
 
 
 def certified_accounts(session: Session, account_ids: set[str]) -> dict[str, date]:

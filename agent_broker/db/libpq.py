@@ -33,8 +33,10 @@ _SYNC = pq.ExecStatus.PIPELINE_SYNC
 _TEXT = PyFormat.TEXT
 
 
-# A statement as queued: its SQL and its values, not yet dumped.
-Statement = tuple[bytes, list[Any]]
+# A statement as queued: its SQL, its values (not yet dumped), and a list to append its
+# rows to (as one list of tuples) once they have come back, or None for a statement whose
+# outcome nobody reads.
+Statement = tuple[bytes, list[Any], list[list[tuple]] | None]
 
 
 class Channel:
@@ -68,16 +70,19 @@ def run(
     """Run the statements `queued` (emptied) and then this one in the connection's
     transaction, begun if need be: this one's changed-row count and its rows as tuples."""
     found = channel(connection)
-    queued.append((sql, args))
+    queued.append((sql, args, None))
     result = _round_trip(found, queued, None)
     assert result is not None
     rowcount = result.command_tuples
-    rows: list[tuple] = []
-    if result.ntuples:
-        transformer = found.transformer
-        transformer.set_pgresult(result)
-        rows = transformer.load_rows(0, result.ntuples, tuple)
-    return (rowcount if rowcount is not None else -1), rows
+    return (rowcount if rowcount is not None else -1), _rows(found, result)
+
+
+def _rows(found: Channel, result: pq.PGresult) -> list[tuple]:
+    if not result.ntuples:
+        return []
+    transformer = found.transformer
+    transformer.set_pgresult(result)
+    return transformer.load_rows(0, result.ntuples, tuple)
 
 
 def send(connection: psycopg.Connection, queued: list[Statement]) -> None:
@@ -102,17 +107,20 @@ def _round_trip(
     dump = found.transformer.dump_sequence
     # Dumped before anything is sent: a value psycopg cannot adapt fails here, with the
     # connection as it was.
-    sending = [(sql, dump(args, [_TEXT] * len(args)) if args else None) for sql, args in statements]
+    sending = [
+        (sql, dump(args, [_TEXT] * len(args)) if args else None, rows)
+        for sql, args, rows in statements
+    ]
     statements.clear()
-    # What each result read back answers, in the order sent: None for BEGIN and for a
-    # statement, (sql, name) for a PREPARE.
-    sent: list[tuple[bytes, bytes] | None] = []
+    # What each result read back answers, in the order sent: a PREPARE's (sql, name), a
+    # statement's list for its rows, or None (BEGIN, the command, a statement not read).
+    sent: list[tuple[bytes, bytes] | list[list[tuple]] | None] = []
     pgconn.enter_pipeline_mode()
     try:
         if pgconn.transaction_status == _IDLE:
             pgconn.send_query_params(b"BEGIN", None)
             sent.append(None)
-        for sql, values in sending:
+        for sql, values, rows in sending:
             name = found.names.get(sql)
             if name is None:
                 found.counter += 1
@@ -120,7 +128,7 @@ def _round_trip(
                 pgconn.send_prepare(name, sql)
                 sent.append((sql, name))
             pgconn.send_query_prepared(name, values)
-            sent.append(None)
+            sent.append(rows)
         if command is not None:
             pgconn.send_query_params(command, None)
             sent.append(None)
@@ -131,9 +139,13 @@ def _round_trip(
     failed = None
     for answers, result in zip(sent, results, strict=True):
         status = result.status
-        if status == _FATAL and failed is None:
-            failed = result
-        elif answers is not None and status != _ABORTED and status != _FATAL:
+        if status == _FATAL:
+            failed = failed or result
+        elif answers is None or status == _ABORTED:
+            continue
+        elif isinstance(answers, list):
+            answers.append(_rows(found, result))
+        else:
             # Named statements are not transactional: this one stays prepared even if a
             # later statement fails and the transaction rolls back.
             found.names[answers[0]] = answers[1]

@@ -211,7 +211,24 @@ class Prepared:
         compiled = self._compiled(session.dialect)
         session.dbapi_connection()  # begins the transaction if need be
         assert compiled.libpq_sql is not None
-        session.queued.append((compiled.libpq_sql, compiled.arguments(params)))
+        session.queued.append((compiled.libpq_sql, compiled.arguments(params), None))
+
+    def later(self, session: Session, **params: Any) -> Later:
+        """Run it where that saves a round trip: in a light session on PostgreSQL it goes
+        with the session's next statement, ORM work or commit, as queue() does, and its rows
+        are read from that round trip (Later.all()); elsewhere it runs now. For reads that
+        do not decide what is sent next, so two of them cost one round trip."""
+        if not saves_round_trips(session):
+            _, raws, compiled = self._run(session, params)
+            return Later(session, compiled, [raws])
+        if session._new or session._deleted or session.identity_map._modified:
+            session.flush()
+        compiled = self._compiled(session.dialect)
+        session.dbapi_connection()  # begins the transaction if need be
+        assert compiled.libpq_sql is not None
+        arrived: list[list[tuple]] = []
+        session.queued.append((compiled.libpq_sql, compiled.arguments(params), arrived))
+        return Later(session, compiled, arrived)
 
     def queue_row(self, session: Session, **params: Any) -> Any:
         """For an INSERT that returns the row it writes (inserting(table, returning=True)),
@@ -250,6 +267,31 @@ class Prepared:
         """The first column of the first row, or None without a row."""
         row = self.one_or_none(session, **params)
         return None if row is None else row[0]
+
+
+class Later:
+    """The rows of a statement sent with its session's next round trip (Prepared.later)."""
+
+    __slots__ = ("_session", "_compiled", "_arrived")
+
+    def __init__(self, session: Session, compiled: _Compiled, arrived: list[list[tuple]]):
+        self._session = session
+        self._compiled = compiled
+        self._arrived = arrived
+
+    def all(self) -> list[Any]:
+        """Its rows, as Prepared.all gives them (sending what is queued first, if the
+        session has not sent it yet)."""
+        if not self._arrived:
+            assert isinstance(self._session, LightSession)
+            self._session.send_queued()
+        if not self._arrived:
+            raise RuntimeError("the statement was dropped with its transaction")
+        return [self._compiled.to_row(raw) for raw in self._arrived[0]]
+
+    def one_or_none(self) -> Any:
+        rows = self.all()
+        return rows[0] if rows else None
 
 
 def saves_round_trips(session: Session) -> bool:

@@ -120,9 +120,11 @@ def post(
         created_at=now,
         expires_at=now + ttl,
     )
-    facet = reputation.facets(session, account_id).get(poster_role(listing))
-    certified = account_id in certification.certified_accounts(session, {account_id})
-    standing = _standing(facet, funded, certified) if facet is not None else None
+    # Both lookups go with the listing's insert, in one round trip.
+    facets = reputation.facets_later(session, account_id)
+    certified = certification.certified_later(session, account_id)
+    facet = facets().get(poster_role(listing))
+    standing = _standing(facet, funded, certified()) if facet is not None else None
     return listing_view(listing, now=now, standing=standing, with_body=True, with_avg_rating=False)
 
 

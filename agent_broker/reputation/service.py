@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import bindparam, func, select, update
 from sqlalchemy.dialects import postgresql, sqlite
@@ -123,16 +125,27 @@ def facets(session: Session, account_id: str) -> dict[str, dict[str, int]]:
     return facets_for(session, {account_id}).get(account_id, {})
 
 
+def facets_later(session: Session, account_id: str) -> Callable[[], dict[str, dict[str, int]]]:
+    """facets(), its lookup sent with the session's next round trip (Prepared.later): call
+    what it returns for them."""
+    later = _FACETS_OF_ONE.later(session, account_id=account_id)
+    return lambda: _by_account(later.all()).get(account_id, {})
+
+
 def facets_for(session: Session, account_ids: set[str]) -> dict[str, dict[str, dict[str, int]]]:
     """Facets of several accounts in one query: {account_id: {role: counters}}."""
     if not account_ids:
         return {}
-    found: dict[str, dict[str, dict[str, int]]] = {}
     if len(account_ids) == 1:  # one account's record: the prepared lookup
         (only,) = account_ids
         rows = _FACETS_OF_ONE.all(session, account_id=only)
     else:
         rows = session.execute(_FACETS_OF, {"ids": list(account_ids)}).all()
+    return _by_account(rows)
+
+
+def _by_account(rows: Iterable[Any]) -> dict[str, dict[str, dict[str, int]]]:
+    found: dict[str, dict[str, dict[str, int]]] = {}
     for row in rows:
         found.setdefault(row.account_id, {})[row.role] = {
             "rating_sum": row.rating_sum,

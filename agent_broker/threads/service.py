@@ -102,9 +102,17 @@ _CLOSE_COMPETITOR = Prepared(
     .where(_threads.c.id == bindparam("thread_id"), _threads.c.status == "open")
     .values(status="closed", updated_at=bindparam("now"))
 )
-_OPEN_ON_LISTING = Prepared(
+# The open threads of a thread's listing, row-locked in id order (finalize: sent with the
+# listing's lock, so the listing is locked first).
+_OPEN_ON_LISTING_OF = Prepared(
     select(_threads)
-    .where(_threads.c.listing_id == bindparam("listing_id"), _threads.c.status == "open")
+    .where(
+        _threads.c.listing_id
+        == select(_threads.c.listing_id)
+        .where(_threads.c.id == bindparam("thread_id"))
+        .scalar_subquery(),
+        _threads.c.status == "open",
+    )
     .order_by(_threads.c.id)
     .with_for_update()
 )
@@ -365,8 +373,9 @@ def finalize(
     # (ledger.locks). The listing lock serialises finalize against finalize and against
     # opening; the thread is read under it, as a competing seal may have closed it. (A
     # caller who is no party holds the locks only until its refusal rolls back.)
-    listing = _LOCK_LISTING_OF.one_or_none(session, thread_id=thread_id)
-    competitors = _lock_open_threads(session, listing.id) if listing is not None else []
+    locked_listing = _LOCK_LISTING_OF.later(session, thread_id=thread_id)
+    competitors = _OPEN_ON_LISTING_OF.all(session, thread_id=thread_id)  # with the lock above
+    listing = locked_listing.one_or_none()
     # An open thread is among them; any other is read to say why it cannot be sealed.
     thread = next((t for t in competitors if t.id == thread_id), None)
     if thread is not None and poster.id in (thread.poster_id, thread.opener_id):
@@ -429,11 +438,6 @@ def finalize(
         session, (poster.id, negotiator.id), "deal.sealed", deal.id, sealed, now=now
     )
     return deals.package(deal, poster.id, signer=signer, now=now)
-
-
-def _lock_open_threads(session: Session, listing_id: str) -> list[Thread]:
-    """The listing's open threads, row-locked in id order (the caller holds the listing)."""
-    return _OPEN_ON_LISTING.all(session, listing_id=listing_id)
 
 
 def _auto_close_competitors(

@@ -8,8 +8,9 @@ Transformer with the connection's adapters, as the cursor would, and the stateme
 prepared on the server under a name this module keeps per connection. Everything goes in
 one pipeline flush: the BEGIN that starts the transaction (which psycopg would send as a
 round trip of its own), the statement's PREPARE the first time the connection sees it,
-statements queued before it whose outcome nobody reads (Prepared.queue), and the
-statement; the COMMIT goes with the statements queued last.
+the statements queued before it (Prepared.queue: those whose outcome nobody reads;
+Prepared.later: reads whose rows are read from this round trip), and the statement; the
+COMMIT goes with the statements queued last.
 docs/decisions.md, eighth round, has the measurements.
 
 The connection stays a psycopg connection in the same state psycopg left it in: libpq's

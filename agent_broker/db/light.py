@@ -51,7 +51,7 @@ class LightSession(Session):
         # connection and transaction are the group's, its own work a savepoint in it.
         self.group: GroupCommit | None = None
         # PostgreSQL: prepared statements go through libpq (agent_broker.db.libpq), and those
-        # whose outcome nobody reads wait here for the session's next round trip.
+        # queued for the session's next round trip (Prepared.queue, .later) wait here.
         self.on_libpq = bind.dialect.name == "postgresql"
         self.queued: list[libpq.Statement] = []
 

@@ -11,7 +11,12 @@ processors (UTCDateTime), column defaults, and driver errors re-raised as SQLAlc
 exception classes (IntegrityError...) with their parameters hidden.
 
 Pending ORM changes are flushed first, so a prepared statement sees what the session has
-added, as an autoflushing query would."""
+added, as an autoflushing query would.
+
+On PostgreSQL the statements go through libpq (agent_broker.db.libpq) and, in a light
+session, need not each wait for their own round trip: `queue` sends a statement whose
+outcome nobody reads with the session's next one, `later` a read whose rows are read from
+that round trip, and `queue_row` an insert whose row is made from the values given."""
 
 from __future__ import annotations
 
@@ -206,12 +211,7 @@ class Prepared:
         if not saves_round_trips(session):
             self._run(session, params)
             return
-        if session._new or session._deleted or session.identity_map._modified:
-            session.flush()
-        compiled = self._compiled(session.dialect)
-        session.dbapi_connection()  # begins the transaction if need be
-        assert compiled.libpq_sql is not None
-        session.queued.append((compiled.libpq_sql, compiled.arguments(params), None))
+        self._enqueue(session, params, None)
 
     def later(self, session: Session, **params: Any) -> Later:
         """Run it where that saves a round trip: in a light session on PostgreSQL it goes
@@ -221,14 +221,21 @@ class Prepared:
         if not saves_round_trips(session):
             _, raws, compiled = self._run(session, params)
             return Later(session, compiled, [raws])
+        arrived: list[list[tuple]] = []
+        return Later(session, self._enqueue(session, params, arrived), arrived)
+
+    def _enqueue(
+        self, session: Any, params: Mapping[str, Any], arrived: list[list[tuple]] | None
+    ) -> _Compiled:
+        """Add the statement to a light session's queue (PostgreSQL), after any pending ORM
+        changes, as a statement run now would see them."""
         if session._new or session._deleted or session.identity_map._modified:
             session.flush()
         compiled = self._compiled(session.dialect)
         session.dbapi_connection()  # begins the transaction if need be
         assert compiled.libpq_sql is not None
-        arrived: list[list[tuple]] = []
         session.queued.append((compiled.libpq_sql, compiled.arguments(params), arrived))
-        return Later(session, compiled, arrived)
+        return compiled
 
     def queue_row(self, session: Session, **params: Any) -> Any:
         """For an INSERT that returns the row it writes (inserting(table, returning=True)),
@@ -240,9 +247,9 @@ class Prepared:
         fields = compiled.row._fields
         if missing := set(fields) - params.keys():
             raise TypeError(f"queue_row needs every column: {', '.join(sorted(missing))}")
-        if not (light and session.on_libpq):
+        if not saves_round_trips(session):
             return self.one(session, **params)
-        self.queue(session, **params)
+        self._enqueue(session, params, None)
         return compiled.row._make([params[field] for field in fields])
 
     def execute(self, session: Session, **params: Any) -> int:

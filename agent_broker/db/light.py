@@ -73,17 +73,17 @@ class LightSession(Session):
             raise as_sqlalchemy_error(self.dialect, self._begin_sql or "connect", error) from error
         return dbapi_connection
 
-    def send_queued(self, then_commit: bool = False) -> None:
-        """Run the queued statements now (ORM work or a commit follows)."""
-        if self.queued or then_commit:
-            dbapi_connection = self.dbapi_connection()
-            try:
-                if then_commit:
-                    libpq.commit(dbapi_connection, self.queued)
-                else:
-                    libpq.send(dbapi_connection, self.queued)
-            except self.dialect.loaded_dbapi.Error as error:
-                raise as_sqlalchemy_error(self.dialect, "queued statements", error) from error
+    def send_queued(self) -> None:
+        """Run the queued statements now (ORM work or a commit of the ORM's follows)."""
+        if self.queued:
+            self._through_libpq(libpq.send)
+
+    def _through_libpq(self, send: Any) -> None:
+        """`send(connection, self.queued)`, its driver error raised as SQLAlchemy's."""
+        try:
+            send(self.dbapi_connection(), self.queued)
+        except self.dialect.loaded_dbapi.Error as error:
+            raise as_sqlalchemy_error(self.dialect, "queued statements", error) from error
 
     def get_bind(self, *args: Any, **kwargs: Any) -> Any:
         # Every ORM path (execute, flush, savepoints) asks here for its connection.
@@ -108,7 +108,7 @@ class LightSession(Session):
             if not succeeded:
                 dbapi_connection.rollback()
             elif self.on_libpq:
-                self.send_queued(then_commit=True)
+                self._through_libpq(libpq.commit)  # the queued statements and the COMMIT
             else:
                 dbapi_connection.commit()
         self._begun = False

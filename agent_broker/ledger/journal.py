@@ -131,16 +131,17 @@ def post_entry(
         "real_money": real_money,
         "created_at": now,
     }
+    pair = None
     if len(postings) == 2:
         (code0, amount0), (code1, amount1) = postings
         pair = {"code0": code0, "amount0": amount0, "code1": code1, "amount1": amount1}
         if saves_round_trips(session):
             _INSERT_ENTRY_WITH_PAIR.queue(session, **entry, **pair)
             return
-        sequence = _INSERT_ENTRY.scalar(session, **entry)
+    sequence = _INSERT_ENTRY.scalar(session, **entry)
+    if pair is not None:
         _INSERT_POSTING_PAIR.queue(session, sequence=sequence, **pair)
         return
-    sequence = _INSERT_ENTRY.scalar(session, **entry)
     for code, amount in postings:
         _INSERT_POSTING.queue(session, sequence=sequence, code=code, amount=amount)
 

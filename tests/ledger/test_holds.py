@@ -93,6 +93,36 @@ def test_capture_journals_the_fee_and_cannot_happen_twice(app, open_account):
         )
 
 
+def test_a_capture_naming_a_wallet_the_hold_is_not_on_moves_nothing(app, open_account):
+    account, other = open_account(), open_account()
+    fund(app, account, 1_000_000)
+    hold = _hold(app, account, 1_000_000)
+    with app.state.db.writer() as session, pytest.raises(RuntimeError, match="did not lock"):
+        capture_hold(
+            session,
+            hold,
+            sink=books.FEES,
+            kind="deal_fee",
+            memo="fee",
+            now=clock.now(),
+            locked_wallet=books.wallet_code(other),
+        )
+    view = _view(app, account)
+    assert (view.spendable_micro, view.held_micro) == (0, 1_000_000)
+    with app.state.db.writer() as session:  # the wallet it is on: captured
+        capture_hold(
+            session,
+            hold,
+            sink=books.FEES,
+            kind="deal_fee",
+            memo="fee",
+            now=clock.now(),
+            locked_wallet=books.wallet_code(account),
+        )
+        session.commit()
+    assert _view(app, account).held_micro == 0
+
+
 def test_a_lapsed_hold_is_back_on_the_next_read_and_cannot_be_captured(app, open_account):
     account = open_account()
     fund(app, account, 1_000_000)

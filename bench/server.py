@@ -7,7 +7,10 @@
 - running_cli: the real `agent-broker serve --workers N` (it migrates first).
 
 The uvicorn options are those `agent-broker serve` passes: no proxy headers, no access log,
-log level warning, loop and HTTP parser as uvicorn picks (uvloop and httptools here)."""
+log level warning, the HTTP parser as uvicorn picks (httptools here). The event loop of the
+one-worker service is the one `agent-broker serve --workers 1` picks (asyncio's: see
+agent_broker.cli.event_loop_for); the bare baseline keeps uvicorn's pick (uvloop here),
+which serves it faster, so the service's ratios to it are not flattered."""
 
 from __future__ import annotations
 
@@ -23,6 +26,8 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+
+from agent_broker.cli import event_loop_for
 
 ROOT = Path(__file__).resolve().parent.parent
 # The venv's bin directory: `make bench` runs .venv/bin/python.
@@ -172,9 +177,9 @@ def _serving(
             print(tail, file=sys.stderr)
 
 
-def _uvicorn(app: str, port: int, *factory: str) -> tuple[str, ...]:
+def _uvicorn(app: str, port: int, *options: str) -> tuple[str, ...]:
     return (
-        *(sys.executable, "-m", "uvicorn", app, *factory, "--app-dir", str(ROOT)),
+        *(sys.executable, "-m", "uvicorn", app, *options, "--app-dir", str(ROOT)),
         *("--host", HOST, "--port", str(port), "--workers", "1", *UVICORN_OPTIONS),
     )
 
@@ -199,7 +204,8 @@ def running_server(database_url: str | None = None) -> Iterator[Server]:
         workdir = Path(tmp)
         env = service_environment(workdir, database_url)
         migrate(env)
-        command = _uvicorn("agent_broker.app:app_factory", free_port(), "--factory")
+        loop = ("--loop", event_loop_for(1))
+        command = _uvicorn("agent_broker.app:app_factory", free_port(), "--factory", *loop)
         with _serving(command, env, workdir, "/health", workers=1) as server:
             yield server
 

@@ -8,7 +8,9 @@ do not collide. In order:
    {"ok": true}, no middleware) in its own uvicorn process; then the service,
    `agent_broker.app:app_factory` as `agent-broker serve` builds it, under one uvicorn
    worker on a fresh SQLite database (10,000 live listings seeded for the feed), with the
-   same uvicorn options (no access log, log level warning, uvloop and httptools). Each
+   same uvicorn options (no access log, log level warning, httptools); the service runs on
+   asyncio's event loop, as `agent-broker serve --workers 1` runs it, and the bare app on
+   uvicorn's own pick, uvloop, which serves it faster. Each
    scenario (bench/scenarios.py) runs a warm-up, then a measured window, from wrk with
    BENCH_CONCURRENCY keep-alive connections (bench/wrk/plan.lua gives every POST
    /v1/listings a fresh Idempotency-Key and reports requests, latency percentiles and

@@ -117,10 +117,9 @@ def event_loop_for(workers: int) -> str:
     one waiting connection per turn of the loop, so on a busy worker a burst of new
     connections waits in line: each turn first serves every connection already open (one
     worker, 64 connections opened at once: p99 170-450 ms against 12-31 ms on asyncio's
-    loop, which accepts every waiting connection in one turn, at equal throughput). With
-    several workers sharing the listening socket that pace is what spreads connections
-    evenly between them: on asyncio's loop the first worker to wake takes nearly all, and
-    the PostgreSQL deal cycle with two workers ran a quarter slower (docs/decisions.md)."""
+    loop, which accepts every waiting connection in one turn, at equal throughput). Several
+    workers keep uvloop: the PostgreSQL deal cycle with two workers ran a fifth to a
+    quarter slower on asyncio's loop (docs/decisions.md)."""
     return "asyncio" if workers == 1 else "auto"
 
 

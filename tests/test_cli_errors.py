@@ -161,8 +161,8 @@ def test_serve_on_postgresql_notes_a_single_inline_worker(
     result = _run("serve", "--no-migrate", *args)
     assert result.exit_code == 0, result.output
     assert started and started[0]["workers"] == int(args[1])
-    # Several workers take turns at accepting (uvloop), which spreads connections between
-    # them; one accepts every waiting connection at once (tests/test_serve_loop.py).
+    # Several workers keep uvloop (faster for them on PostgreSQL); one runs on asyncio's
+    # loop, which accepts every waiting connection at once (tests/test_serve_loop.py).
     assert started[0]["loop"] == ("asyncio" if args[1] == "1" else "auto")
     assert (ONE_WRITER_NOTE in result.stderr) is noted
     for line in result.stderr.splitlines():  # the service's log: JSON lines only

@@ -137,6 +137,12 @@ def _numeric_dollar(dialect: Dialect) -> Dialect:
 _CONNECTION = "agent_broker.prepared.connection"
 
 
+def _flush_pending(session: Session) -> None:
+    """Write the session's pending ORM changes, as an autoflushing query would first."""
+    if session._new or session._deleted or session.identity_map._modified:
+        session.flush()
+
+
 def _connection_of(session: Session, prepared: Prepared) -> tuple[_Compiled, Any]:
     """The compiled statement and the DBAPI connection of the session's transaction (not a
     light session), remembered per transaction: asking the session for its connection on
@@ -178,8 +184,7 @@ class Prepared:
     def _run(self, session: Session, params: Mapping[str, Any]) -> tuple[int, list, _Compiled]:
         """Run the statement: the rows it changed, its rows as the driver gives them, and
         the statement."""
-        if session._new or session._deleted or session.identity_map._modified:
-            session.flush()
+        _flush_pending(session)
         queued: list[libpq.Statement] = []
         if isinstance(session, LightSession):
             compiled = self._compiled(session.dialect)
@@ -229,8 +234,7 @@ class Prepared:
     ) -> _Compiled:
         """Add the statement to a light session's queue (PostgreSQL), after any pending ORM
         changes, as a statement run now would see them."""
-        if session._new or session._deleted or session.identity_map._modified:
-            session.flush()
+        _flush_pending(session)
         compiled = self._compiled(session.dialect)
         session.dbapi_connection()  # begins the transaction if need be
         assert compiled.libpq_sql is not None

@@ -63,15 +63,9 @@ _OPEN_NOW = (
     _threads.c.status == "open",
     _threads.c.expires_at > bindparam("now"),
 )
-# Conditional on the turn, so two simultaneous offers cannot both land.
-_OFFER = Prepared(
-    update(_threads)
-    .where(*_OPEN_NOW, _threads.c.turn == bindparam("side"))
-    .values(diff=bindparam("diff"), turn=bindparam("other"), updated_at=bindparam("now"))
-    .returning(*_threads.c)
-)
 # The offer in one statement when the caller is a party whose turn it is (the usual case);
-# it matches nothing otherwise, and offer() then reads the thread to say why.
+# it matches nothing otherwise, and offer() then reads the thread to say why. Conditional
+# on the turn, so two simultaneous offers cannot both land.
 _CALLERS_SIDE = case(
     (_threads.c.poster_id == bindparam("caller"), "poster"),
     (_threads.c.opener_id == bindparam("caller"), "negotiator"),
@@ -262,9 +256,9 @@ def offer(
             raise OutOfTurn()
         text = _diff(diff)
         screen({"diff": text})
-        other = "negotiator" if side == "poster" else "poster"
-        moved = _OFFER.one_or_none(
-            session, thread_id=thread.id, now=now, side=side, diff=text, other=other
+        # Open and the caller's turn as read now: another offer landed in between.
+        moved = _OFFER_IN_TURN.one_or_none(
+            session, thread_id=thread_id, now=now, caller=account_id, diff=text
         )
         if moved is None:
             thread, _ = _party_thread(session, thread_id, account_id)

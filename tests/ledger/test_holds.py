@@ -97,7 +97,8 @@ def test_a_capture_naming_a_wallet_the_hold_is_not_on_moves_nothing(app, open_ac
     account, other = open_account(), open_account()
     fund(app, account, 1_000_000)
     hold = _hold(app, account, 1_000_000)
-    with app.state.db.writer() as session, pytest.raises(RuntimeError, match="did not lock"):
+
+    def capture(session, locked_account):  # noqa: ANN001, ANN202
         capture_hold(
             session,
             hold,
@@ -105,20 +106,15 @@ def test_a_capture_naming_a_wallet_the_hold_is_not_on_moves_nothing(app, open_ac
             kind="deal_fee",
             memo="fee",
             now=clock.now(),
-            locked_wallet=books.wallet_code(other),
+            locked_wallet=books.wallet_code(locked_account),
         )
+
+    with app.state.db.writer() as session, pytest.raises(RuntimeError, match="did not lock"):
+        capture(session, other)
     view = _view(app, account)
     assert (view.spendable_micro, view.held_micro) == (0, 1_000_000)
     with app.state.db.writer() as session:  # the wallet it is on: captured
-        capture_hold(
-            session,
-            hold,
-            sink=books.FEES,
-            kind="deal_fee",
-            memo="fee",
-            now=clock.now(),
-            locked_wallet=books.wallet_code(account),
-        )
+        capture(session, account)
         session.commit()
     assert _view(app, account).held_micro == 0
 

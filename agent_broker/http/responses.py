@@ -218,9 +218,12 @@ PAYMENT_CHALLENGE = (
 def with_payment_challenges(
     schema: dict[str, Any], payable: Sequence[tuple[str, str]]
 ) -> dict[str, Any]:
-    """Declare 402, the payment challenge, on each payable operation."""
+    """Declare 402, the payment challenge, on each payable operation, and 429: payment
+    attempts are rate limited."""
     for method, path in payable:
         responses = schema["paths"][path][method.lower()].setdefault("responses", {})
+        for status, declared in problems(429).items():
+            responses.setdefault(str(status), declared)
         responses["402"] = {
             "description": PAYMENT_CHALLENGE,
             "headers": {

@@ -64,12 +64,15 @@ class X402Payment(Base):
     """One x402 payment authorization, claimed by its nonce before the facilitator is
     asked, so the same authorization, sent again under either protocol version, is refused
     however many arrive at once. A claim whose settlement failed is removed; a settled
-    one keeps the transaction and the account it credited."""
+    one keeps the transaction and the account it credited. A claim whose outcome is
+    unknown stays `pending`, and one the facilitator settled otherwise than its
+    authorization says (another payer, network or amount) is kept as `mismatch`: both
+    wait for the operator (`agent-broker admin x402-pending`), `note` saying why."""
 
     __tablename__ = "x402_payments"
     __table_args__ = (
         UniqueConstraint("nonce", name="uq_x402_payments_nonce"),
-        CheckConstraint("status IN ('pending', 'settled')", name="status"),
+        CheckConstraint("status IN ('pending', 'settled', 'mismatch')", name="status"),
         CheckConstraint("amount_micro > 0", name="positive"),
     )
 
@@ -84,3 +87,4 @@ class X402Payment(Base):
     transaction: Mapped[str | None] = mapped_column(String(100), nullable=True)
     claimed_at: Mapped[datetime] = mapped_column(UTCDateTime())
     settled_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
+    note: Mapped[str | None] = mapped_column(String(300), nullable=True)

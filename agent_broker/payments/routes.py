@@ -23,7 +23,7 @@ webhooks = broker_router(prefix="/webhooks", tags=["webhooks"])
     "/credits",
     status_code=201,
     response_model=InvoiceResponse,
-    responses=problems(400, 401, 403, 502),
+    responses=problems(400, 401, 403, 429, 502),
 )
 async def create_invoice(
     request: Request,
@@ -36,6 +36,7 @@ async def create_invoice(
         state.db,
         state.settings,
         state.operator_outbound,
+        state.rate_limiter,
         caller.account_id,
         pack_count=body.pack_count,
         processor=body.processor,

@@ -24,6 +24,7 @@ from agent_broker.db.engine import Database
 from agent_broker.db.prepared import Prepared, inserting, inserting_unless_taken
 from agent_broker.db.session import transaction
 from agent_broker.http.outbound import OutboundClient
+from agent_broker.http.rate_limits import RateLimiter
 from agent_broker.ledger import books
 from agent_broker.ledger.pricing import PACK_CREDITS, PACK_MICRO
 from agent_broker.ledger.service import credit
@@ -53,6 +54,7 @@ async def create_invoice(
     db: Database,
     settings: Settings,
     outbound: OutboundClient,
+    limiter: RateLimiter,
     account_id: str,
     *,
     pack_count: int,
@@ -61,6 +63,8 @@ async def create_invoice(
     now: datetime,
 ) -> dict[str, Any]:
     order = order_for(settings, pack_count, processor, chain)
+    # A valid order costs a call to the processor: each account has a budget of them.
+    limiter.hit("invoice", settings.invoice_rate_limit, account_id)
     invoice_id = str(uuid.uuid4())
     if order.processor == "processor_a":
         placed = await processors.create_charge(outbound, settings, invoice_id, order)

@@ -609,3 +609,22 @@ def test_no_callback_pays_a_stub_invoice(make_payments_app, processors):
     assert the_invoice(app, stub_id).status == "open"
     with app.state.db.reader() as session:
         assert session.scalar(select(func.count()).select_from(ProcessorEvent)) == 0
+
+
+def test_invoices_are_limited_per_account(make_payments_app, processors):
+    """Each invoice asks the processor for a charge: BROKER_INVOICE_RATE_LIMIT per account.
+    A refused order asks nothing and is not counted; another account has its own budget."""
+    app = make_payments_app(invoice_rate_limit="2/hour")
+    with TestClient(app, client=SOURCE, raise_server_exceptions=False) as client:
+        agent, other = register(client), register(client)
+        assert_problem(
+            buy(client, agent, pack_count=0, processor="processor_a"), 400, "invalid_input"
+        )
+        for _ in range(2):
+            assert buy(client, agent, pack_count=1, processor="processor_a").status_code == 201
+        over = buy(client, agent, pack_count=1, processor="processor_a")
+        problem = assert_problem(over, 429, "rate_limited")
+        assert over.headers["Retry-After"] == str(problem["retryAfterSeconds"])
+        assert buy(client, other, pack_count=1, processor="processor_a").status_code == 201
+    assert invoice_count(app) == 3
+    assert len(processors.requests) == 3

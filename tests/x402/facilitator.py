@@ -5,8 +5,13 @@ HTTPFacilitatorClient calls: POST /verify, POST /settle, GET /supported.
 Verification is real: the signer is recovered from the EIP-712 signature with eth-account,
 and the checks and their reasons are those of x402's own exact-EVM facilitator. Settlement
 happens on a simulated chain per chain id that remembers used nonces and, for the wallets
-listed in `balances`, debits balances. Knobs make it fail, refuse settlements or stall, as
-a real facilitator may."""
+listed in `balances`, debits balances. Knobs make it fail, refuse settlements, stall or
+answer that a settlement is pending, as a real facilitator may.
+
+Like x402's own facilitator, it settles a payload carrying `permit2Authorization` through
+that authorization, whatever else the payload holds and whatever was offered: the
+payer is then the Permit2 signer. (The Permit2 block here is signed like an EIP-3009
+authorization, which is all a test of the payer binding needs.)"""
 
 from __future__ import annotations
 
@@ -154,6 +159,15 @@ class LocalFacilitator:
     fail_status: int | None = None  # answer every call with this status and a text body
     settle_fails_with: str | None = None  # settle answers success:false with this reason
     stall_seconds: float = 0.0  # wait this long before answering any call
+    # Settle calls answered "settlement_pending" (with a broadcast transaction hash)
+    # before settling as usual: 1 is cured by the one retry x402 servers make.
+    pending_settles: int = 0
+    # Answers that name another payer, network or amount than the payment's (a
+    # facilitator that verified or settled something else than it was given).
+    verify_payer: str | None = None
+    settle_payer: str | None = None
+    settle_network: str | None = None
+    settle_amount: str | None = None
     now: Callable[[], int] | None = None  # the clock; time.time() when None
     calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)  # (path, body)
     settled: list[dict[str, Any]] = field(default_factory=list)  # successful settle answers
@@ -221,7 +235,7 @@ class LocalFacilitator:
                 "invalidMessage": refusal.message,
             }
             return answer | ({"payer": payer} if payer else {})
-        return {"isValid": True, "payer": payment.payer}
+        return {"isValid": True, "payer": self.verify_payer or payment.payer}
 
     def settle(self, body: Mapping[str, Any]) -> dict[str, Any]:
         """A SettleResponse document for a /settle body; a success consumes the nonce."""
@@ -233,6 +247,16 @@ class LocalFacilitator:
                 if self.settle_fails_with is not None:
                     raise _Refusal(self.settle_fails_with, "settlement refused by the test")
                 payment = self._check(body)
+                if self.pending_settles > 0:
+                    self.pending_settles -= 1
+                    return {
+                        "success": False,
+                        "errorReason": "settlement_pending",
+                        "errorMessage": "the transfer is broadcast, its receipt not yet seen",
+                        "transaction": "0x" + secrets.token_hex(32),
+                        "network": network,
+                        "payer": payment.payer,
+                    }
             except _Refusal as refusal:
                 answer = {
                     "success": False,
@@ -249,9 +273,9 @@ class LocalFacilitator:
             result = {
                 "success": True,
                 "transaction": "0x" + secrets.token_hex(32),
-                "network": payment.network,
-                "payer": payment.payer,
-                "amount": str(payment.value),
+                "network": self.settle_network or payment.network,
+                "payer": self.settle_payer or payment.payer,
+                "amount": self.settle_amount or str(payment.value),
             }
             self.settled.append(result)
             return result
@@ -323,6 +347,10 @@ class LocalFacilitator:
         inner = _object(payload.get("payload"))
         signature = inner.get("signature")
         authorization = _object(inner.get("authorization"))
+        if "permit2Authorization" in inner:
+            # Settled through Permit2 whatever the rest says: the Permit2 signer pays.
+            authorization = _object(inner["permit2Authorization"])
+            signature = authorization.get("signature")
         if not isinstance(signature, str) or any(
             key not in authorization for key in _AUTHORIZATION_FIELDS
         ):

@@ -24,72 +24,27 @@ from agent_broker.accounts.service import disable_key
 from tests.helpers import assert_problem, fund, new_key, register, wait_until
 from tests.listings.conftest import LISTING
 from tests.x402.conftest import (
-    CAIP2,
-    NETWORK,
-    PAY_TO,
-    USDC,
     count_accounts,
     v1_payment,
     v2_payment,
     x402_rows,
 )
 from tests.x402.facilitator import LocalFacilitator
-from tests.x402.wallet import Wallet, decode_header, sign_authorization, v1_header, v2_header
-
-TIER = 5_000_000  # the first offer: 10 packs
-OTHER = "0x" + "7b" * 20
-HEADER = {1: "X-PAYMENT", 2: "PAYMENT-SIGNATURE"}
-# The v2 offer of the first tier, as a PAYMENT-REQUIRED header carries it.
-ACCEPTED = {
-    "scheme": "exact",
-    "network": CAIP2,
-    "asset": USDC["asset"],
-    "amount": str(TIER),
-    "payTo": PAY_TO,
-    "maxTimeoutSeconds": 60,
-    "extra": {"name": USDC["name"], "version": USDC["version"]},
-}
-
-SIGNATURE = "invalid_exact_evm_payload_signature"
-VALUE_MISMATCH = "invalid_exact_evm_payload_authorization_value_mismatch"
-RECIPIENT_MISMATCH = "invalid_exact_evm_payload_recipient_mismatch"
-VALID_BEFORE = "invalid_exact_evm_payload_authorization_valid_before"
-VALID_AFTER = "invalid_exact_evm_payload_authorization_valid_after"
-
+from tests.x402.handmade import (
+    HEADER,
+    OTHER,
+    RECIPIENT_MISMATCH,
+    SIGNATURE,
+    TIER,
+    VALID_AFTER,
+    VALID_BEFORE,
+    VALUE_MISMATCH,
+    signed,
+    wrap,
+)
+from tests.x402.wallet import Wallet, decode_header
 
 # --- helpers ---------------------------------------------------------------------------
-
-
-def signed(
-    wallet: Wallet, *, valid_after_in: int = -60, valid_before_in: int = 300, **changes: Any
-) -> dict[str, Any]:
-    """The inner payload paying the first tier to PAY_TO, signed by hand, with `changes`
-    (to, value, nonce, signer) and the validity window in seconds from now."""
-    now = int(time.time())
-    fields: dict[str, Any] = {
-        "to": PAY_TO,
-        "value": TIER,
-        "valid_after": now + valid_after_in,
-        "valid_before": now + valid_before_in,
-    } | changes
-    return sign_authorization(
-        wallet,
-        network=CAIP2,
-        asset=USDC["asset"],
-        name=USDC["name"],
-        version=USDC["version"],
-        **fields,
-    )
-
-
-def wrap(version: int, inner: dict[str, Any], **outer: Any) -> dict[str, str]:
-    """Headers carrying `inner` as a v1 payment (outer: network, scheme) or as a v2 one
-    (outer: changes to the accepted offer)."""
-    if version == 1:
-        value = v1_header(outer.get("network", NETWORK), inner, scheme=outer.get("scheme", "exact"))
-    else:
-        value = v2_header(ACCEPTED | outer, inner)
-    return {HEADER[version]: value}
 
 
 def encoded(document: Any) -> str:
@@ -125,12 +80,14 @@ def balance(client: TestClient | httpx.Client, paid: httpx.Response) -> int:
 
 # --- tampered authorizations -------------------------------------------------------------
 
-# (version, changes to what is signed, changes to the header, reason, facilitator asked)
+# (version, changes to what is signed, changes to the header, reason, facilitator asked).
+# A signature that is not the payer's and a v2 value other than the one accepted are
+# caught before any claim or facilitator call.
 TAMPERED = [
-    pytest.param(1, {"signer": Wallet()}, {}, SIGNATURE, True, id="v1-wrong-signer"),
-    pytest.param(2, {"signer": Wallet()}, {}, SIGNATURE, True, id="v2-wrong-signer"),
+    pytest.param(1, {"signer": Wallet()}, {}, SIGNATURE, False, id="v1-wrong-signer"),
+    pytest.param(2, {"signer": Wallet()}, {}, SIGNATURE, False, id="v2-wrong-signer"),
     pytest.param(1, {"value": 4_999_999}, {}, VALUE_MISMATCH, False, id="v1-value-no-tier"),
-    pytest.param(2, {"value": 500_000}, {}, VALUE_MISMATCH, True, id="v2-value-below-offer"),
+    pytest.param(2, {"value": 500_000}, {}, VALUE_MISMATCH, False, id="v2-value-below-offer"),
     pytest.param(2, {}, {"amount": "4999999"}, VALUE_MISMATCH, False, id="v2-amount-no-tier"),
     pytest.param(1, {"to": OTHER}, {}, RECIPIENT_MISMATCH, False, id="v1-wrong-to"),
     pytest.param(2, {"to": OTHER}, {}, RECIPIENT_MISMATCH, False, id="v2-wrong-to"),

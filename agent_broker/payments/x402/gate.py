@@ -11,6 +11,7 @@ from x402.http.facilitator_client import HTTPFacilitatorClient
 
 from agent_broker import clock
 from agent_broker.config import Settings
+from agent_broker.http.client_ip import client_ip
 from agent_broker.ledger.pricing import CREDIT_MICRO, whole_credits
 from agent_broker.payments.x402 import offers, payload, service
 from agent_broker.payments.x402.facilitator import facilitator_client
@@ -99,8 +100,14 @@ async def settled_payment(request: Request) -> Settlement | None:
         )
     name = payload.V1_HEADER if payload.V1_HEADER in headers else payload.V2_HEADER
     state = request.app.state
+    # Every attempt costs a claim and a facilitator call: each source address, and each
+    # payer once its signature is checked (so nobody spends another wallet's budget),
+    # has a budget of attempts.
+    limit = state.settings.x402_attempt_rate_limit
+    state.rate_limiter.hit("x402-attempt", limit, client_ip(request))
     try:
         presented = payload.read(name, headers[name], x402.terms, resource_url(request))
+        state.rate_limiter.hit("x402-payer", limit, presented.payer)
         settlement = await service.settle(
             state.db, state.settings, x402.facilitator, presented, now=clock.now()
         )

@@ -20,6 +20,9 @@ SCHEME = "exact"
 MIME_TYPE = "application/json"
 TIMEOUT_SECONDS = 60
 SERVICE_NAME = "agent-broker"
+# The one way a payment may move the asset: an EIP-3009 transferWithAuthorization signed
+# by the payer. Named in every offer, so x402 clients do not choose Permit2.
+ASSET_TRANSFER_METHOD = "eip3009"
 
 
 @dataclass(frozen=True)
@@ -102,6 +105,7 @@ def _extra(terms: Terms, tier: Tier) -> dict[str, Any]:
         "deal_capable": tier.deal_capable,
         "name": terms.asset_name,
         "version": terms.asset_version,
+        "assetTransferMethod": ASSET_TRANSFER_METHOD,
     }
     if terms.terms_url:
         extra["termsUrl"] = terms.terms_url

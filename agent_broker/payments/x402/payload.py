@@ -1,7 +1,9 @@
 """Reading a payment header: base64 JSON of an x402 v1 or v2 payment payload carrying an
-EIP-3009 authorization, matched to the tier it pays for. A header that cannot be read is
-400 invalid_input; one that reads but pays for nothing on offer is refused with the
-x402 reason a client knows (PaymentRefused, answered by a fresh challenge)."""
+EIP-3009 authorization and nothing else, matched to the tier it pays for. A header that
+cannot be read is 400 invalid_input; one that reads but pays for nothing on offer, or
+whose signature is not the payer's, is refused with the x402 reason a client knows
+(PaymentRefused, answered by a fresh challenge). Everything here is checked before a
+claim is written or the facilitator is asked."""
 
 from __future__ import annotations
 
@@ -36,12 +38,22 @@ ERR_NETWORK_MISMATCH = "network_mismatch"
 ERR_RECIPIENT_MISMATCH = "invalid_exact_evm_payload_recipient_mismatch"
 ERR_AUTHORIZATION_VALUE_MISMATCH = "invalid_exact_evm_payload_authorization_value_mismatch"
 ERR_NONCE_ALREADY_USED = "invalid_exact_evm_nonce_already_used"
+ERR_INVALID_SIGNATURE = "invalid_exact_evm_payload_signature"
+ERR_SETTLEMENT_PENDING = "settlement_pending"
 ERR_ASSET_MISMATCH = "asset_mismatch"
 ERR_PAYER_IS_PAY_TO = "payer_is_pay_to"
 
 _ADDRESS = re.compile(r"0x[0-9a-fA-F]{40}")
 _NONCE = re.compile(r"0x[0-9a-fA-F]{64}")
-_SIGNATURE = re.compile(r"0x[0-9a-fA-F]{2,}")
+_SIGNATURE = re.compile(r"0x(?:[0-9a-fA-F]{2})+")
+# The inner payload of the one transfer method offered (extra.assetTransferMethod
+# "eip3009"). Anything beside it, such as a Permit2 authorization, could be settled by a
+# facilitator from another wallet than the one `authorization` names: refused unread.
+INNER_KEYS = frozenset({"signature", "authorization"})
+# A plain ECDSA signature. A longer one is a smart-contract wallet's (EIP-1271, ERC-6492),
+# which only the chain can check: the facilitator does, and the payer binding after
+# settlement holds for it as for any payment.
+EOA_SIGNATURE_BYTES = 65
 _UINT = re.compile(r"[0-9]{1,78}")
 
 
@@ -94,6 +106,12 @@ def _payload(header: str, document: dict[str, Any]) -> PaymentPayload | PaymentP
 
 
 def _authorization(header: str, inner: dict[str, Any]) -> dict[str, str]:
+    unexpected = sorted(str(key) for key in inner if key not in INNER_KEYS)
+    if unexpected:
+        raise InvalidInput(
+            f"The {header} payment carries {', '.join(unexpected)}: only an EIP-3009 "
+            "authorization and its signature are accepted (assetTransferMethod eip3009)."
+        )
     authorization = inner.get("authorization")
     fields = {
         "from": _ADDRESS,
@@ -119,6 +137,45 @@ def _authorization(header: str, inner: dict[str, Any]) -> dict[str, str]:
 
 def _same_address(a: str, b: str) -> bool:
     return a.lower() == b.lower()
+
+
+def _check_signature(signature: str, authorization: dict[str, str], terms: Terms) -> None:
+    """The authorization's EIP-712 signature recovers its `from`, checked here so a forged
+    payment costs no claim and no facilitator call."""
+    # x402's EVM package loads web3: imported where payments are taken, not at startup.
+    from x402.mechanisms.evm.eip712 import hash_eip3009_authorization
+    from x402.mechanisms.evm.types import ExactEIP3009Authorization
+    from x402.mechanisms.evm.verify import verify_eoa_signature
+
+    raw = bytes.fromhex(signature[2:])
+    if len(raw) != EOA_SIGNATURE_BYTES:
+        return
+    # Lower-cased: EIP-712 encodes an address's bytes only, and a mixed-case address whose
+    # checksum is off would be refused by the encoder rather than by the signature.
+    digest = hash_eip3009_authorization(
+        ExactEIP3009Authorization(
+            from_address=authorization["from"].lower(),
+            to=authorization["to"].lower(),
+            value=authorization["value"],
+            valid_after=authorization["validAfter"],
+            valid_before=authorization["validBefore"],
+            nonce=authorization["nonce"],
+        ),
+        terms.chain_id,
+        terms.asset.lower(),
+        terms.asset_name,
+        terms.asset_version,
+    )
+    try:
+        signed = verify_eoa_signature(digest, raw, authorization["from"])
+    except ValueError:  # a v byte that is neither 27/28 nor 0/1
+        signed = False
+    if not signed:
+        raise PaymentRefused(
+            ERR_INVALID_SIGNATURE,
+            "The signature is not the payer's: sign the authorization with the wallet it "
+            "names in `from`.",
+        )
 
 
 def read(header: str, value: str, terms: Terms, resource: str) -> Presented:
@@ -149,6 +206,12 @@ def read(header: str, value: str, terms: Terms, resource: str) -> Presented:
             ERR_AUTHORIZATION_VALUE_MISMATCH,
             "The amount is not one of the offered tiers (see accepts[].maxAmountRequired).",
         )
+    if authorization["value"] != amount:
+        raise PaymentRefused(
+            ERR_AUTHORIZATION_VALUE_MISMATCH,
+            f"The authorization moves {authorization['value']}, not the {amount} accepted.",
+        )
+    _check_signature(payload.payload["signature"], authorization, terms)
     requirements = (
         offer_v1(terms, tier, resource)
         if isinstance(payload, PaymentPayloadV1)

@@ -5,9 +5,16 @@ every transaction: the wallet's account is checked, the authorization's nonce is
 (a second claim of it, under either protocol version, is a replay), the facilitator
 verifies and settles, and only then one transaction credits the tier's packs as real
 money (so the account is funded) to the wallet's account, opening one for a wallet never
-seen before. A refused verification or settlement removes the claim and writes nothing
-else. A facilitator that cannot be reached during settlement leaves the claim pending:
-whether the chain moved the money is unknown, so the authorization is not taken again."""
+seen before.
+
+The payer is the one the facilitator verified and settled, and it must be the wallet the
+authorization names (`from`), on the network and for the amount offered: otherwise
+nothing is credited or linked and the claim is kept as `mismatch` for the operator. A
+refused verification or settlement removes the claim and writes nothing else. A
+settlement whose outcome is unknown (the facilitator could not be reached, or answered
+that the transfer is pending) keeps the claim `pending`: the chain may still move the
+money, so the authorization is not taken again, and the operator reconciles the claim
+(`agent-broker admin x402-pending`)."""
 
 from __future__ import annotations
 
@@ -21,6 +28,7 @@ from sqlalchemy import bindparam, delete, select, update
 from sqlalchemy.orm import Session
 from x402.http.facilitator_client import HTTPFacilitatorClient
 from x402.schemas import SettleResponse
+from x402.server_base import settle_with_pending_retry_async
 
 from agent_broker.accounts import credentials, identities
 from agent_broker.accounts import service as accounts
@@ -35,14 +43,17 @@ from agent_broker.ledger.pricing import PACK_CREDITS, PACK_MICRO
 from agent_broker.ledger.service import credit
 from agent_broker.payments.errors import ProcessorUnavailable
 from agent_broker.payments.models import X402Payment
-from agent_broker.payments.x402.payload import ERR_NONCE_ALREADY_USED, PaymentRefused, Presented
+from agent_broker.payments.x402.payload import (
+    ERR_NONCE_ALREADY_USED,
+    ERR_SETTLEMENT_PENDING,
+    PaymentRefused,
+    Presented,
+)
 from agent_broker.problems import ApiKeyDisabled, Problem, Reason
 
 log = structlog.get_logger("agent_broker.payments.x402")
 
-# Wallets are identities like an identity provider's subjects: one EVM address is the
-# same key holder on every chain, so the link does not name one.
-WALLET_ISSUER = "x402:evm"
+WALLET_ISSUER = identities.WALLET_ISSUER
 
 _payments = X402Payment.__table__
 _CLAIM = inserting_unless_taken(_payments, returning=_payments.c.id)
@@ -61,24 +72,44 @@ _SETTLED = Prepared(
 )
 
 
-_PENDING = Prepared(
+_KEEP = Prepared(
+    update(_payments)
+    .where(_payments.c.id == bindparam("id"), _payments.c.status == "pending")
+    .values(
+        status=bindparam("status"),
+        transaction=bindparam("transaction"),
+        note=bindparam("note"),
+    )
+)
+_STATUS_OF_NONCE = Prepared(
+    select(_payments.c.status).where(_payments.c.nonce == bindparam("nonce"))
+)
+# Kept claims: those whose outcome is unknown and those settled otherwise than offered.
+_KEPT = Prepared(
     select(
         _payments.c.id,
+        _payments.c.status,
         _payments.c.payer,
         _payments.c.network,
         _payments.c.amount_micro,
         _payments.c.nonce,
+        _payments.c.transaction,
+        _payments.c.note,
         _payments.c.claimed_at,
     )
-    .where(_payments.c.status == "pending", _payments.c.claimed_at <= bindparam("before"))
+    .where(
+        _payments.c.status != "settled",
+        _payments.c.claimed_at <= bindparam("before"),
+    )
     .order_by(_payments.c.claimed_at, _payments.c.id)
 )
 
 
 def pending_claims(session: Session, *, before: datetime) -> list[Any]:
-    """Claims whose settlement outcome is unknown (the facilitator could not be reached
-    while settling), claimed before `before`: for the operator to reconcile on chain."""
-    return _PENDING.all(session, before=before)
+    """Claims claimed before `before` that wait for the operator: `pending` ones, whose
+    settlement outcome is unknown, and `mismatch` ones, settled otherwise than their
+    authorization says. Nothing was credited for either; `note` says why each is kept."""
+    return _KEPT.all(session, before=before)
 
 
 class X402PaymentReplay(Problem):
@@ -86,6 +117,27 @@ class X402PaymentReplay(Problem):
     default_detail = (
         "This payment authorization was already presented; sign a new one (a new nonce)."
     )
+
+
+_KEPT_DETAIL = {
+    "pending": (
+        "This payment authorization was already presented and its settlement is pending: "
+        "nothing is credited until the operator confirms the transfer on chain. Do not sign "
+        "it again; if the transfer fails, sign a new one (a new nonce)."
+    ),
+    "mismatch": (
+        "This payment authorization was settled otherwise than it says and was not "
+        "credited; the operator reviews it. Sign a new one (a new nonce)."
+    ),
+}
+
+
+class SettlementPending(ProcessorUnavailable):
+    """The facilitator broadcast the transfer, or may have, without confirming it."""
+
+
+class SettlementMismatch(PaymentRefused):
+    """The facilitator verified or settled another payer, network or amount than offered."""
 
 
 @dataclass(frozen=True)
@@ -121,10 +173,18 @@ def _claim(session: Session, presented: Presented, *, now: datetime) -> str:
         transaction=None,
         claimed_at=now,
         settled_at=None,
+        note=None,
     )
     if claimed is None:
-        raise X402PaymentReplay()
+        status = _STATUS_OF_NONCE.scalar(session, nonce=presented.nonce)
+        raise X402PaymentReplay(_KEPT_DETAIL.get(status))
     return str(claimed.id)
+
+
+def _keep(
+    session: Session, claim_id: str, *, status: str, note: str, transaction: str | None
+) -> None:
+    _KEEP.execute(session, id=claim_id, status=status, note=note[:300], transaction=transaction)
 
 
 def _release(session: Session, claim_id: str) -> None:
@@ -154,9 +214,10 @@ def _credit(
             != account_id
         ):
             raise _LostRace()
-    _SETTLED.execute(
+    if not _SETTLED.execute(
         session, id=claim_id, account_id=account_id, transaction=transaction_hash, now=now
-    )
+    ):
+        raise X402PaymentReplay()  # the claim is no longer pending: never credit it twice
     tier = presented.tier
     credit(
         session,
@@ -189,6 +250,53 @@ async def _refused(db: Database, claim_id: str, reason: str, message: str) -> Ex
     return PaymentRefused(reason, message)
 
 
+def _mismatch(presented: Presented, payer: str | None, network: str, amount: str | None) -> str:
+    """What a facilitator's answer names otherwise than the offer, or "" if nothing."""
+    wanted_network = str(presented.requirements.network)
+    wanted_amount = str(presented.tier.amount_micro)
+    if (payer or "").lower() != presented.payer:
+        return f"payer {payer or 'not named'} is not the authorization's {presented.payer}"
+    if network != wanted_network:
+        return f"network {network or 'not named'} is not the offer's {wanted_network}"
+    if amount is not None and amount != wanted_amount:
+        return f"amount {amount} is not the offer's {wanted_amount}"
+    return ""
+
+
+async def _kept_as_mismatch(
+    db: Database, claim_id: str, step: str, why: str, transaction: str
+) -> Exception:
+    note = f"{step}: {why}"
+    await _write(db, _keep, claim_id, status="mismatch", note=note, transaction=transaction or None)
+    log.error("x402_settlement_mismatch", claim_id=claim_id, step=step, why=why)
+    return SettlementMismatch(
+        "settlement_mismatch",
+        f"The facilitator's {step} answer does not match this payment ({why}); nothing was "
+        "credited, and the operator reviews it.",
+    )
+
+
+async def _kept_as_pending(
+    db: Database, claim_id: str, presented: Presented, note: str, transaction: str | None
+) -> Exception:
+    await _write(db, _keep, claim_id, status="pending", note=note, transaction=transaction)
+    log.error("x402_settlement_unknown", claim_id=claim_id, payer=presented.payer, note=note)
+    settlement = {"status": "pending", "network": str(presented.requirements.network)}
+    if transaction:
+        settlement["transaction"] = transaction
+    return SettlementPending(
+        "The transfer was not confirmed yet, so nothing was credited: the payment stays "
+        "pending until the operator confirms it on chain. Do not sign it again.",
+        extra={"settlement": settlement},
+    )
+
+
+def _is_pending(settled: SettleResponse) -> bool:
+    """A failed settlement that may still land: the facilitator says so, or names a
+    transaction it broadcast."""
+    return settled.error_reason == ERR_SETTLEMENT_PENDING or bool(settled.transaction)
+
+
 async def settle(
     db: Database,
     settings: Settings,
@@ -215,24 +323,33 @@ async def settle(
             verified.invalid_reason or "invalid_payment",
             verified.invalid_message or "The facilitator refused the payment.",
         )
+    if (verified.payer or "").lower() != presented.payer:
+        why = f"payer {verified.payer or 'not named'} is not the authorization's {presented.payer}"
+        raise await _kept_as_mismatch(db, claim_id, "verify", why, "")
     try:
-        settled = await facilitator.settle(presented.payload, presented.requirements)
-    except (OutboundRefused, ValueError) as exc:
-        # Whether the transfer happened is unknown: keep the claim (see the module note).
-        log.error(
-            "x402_settlement_unknown", claim_id=claim_id, payer=presented.payer, error=str(exc)
+        # One more settle on "settlement_pending", as x402's own resource servers do: the
+        # facilitator then reconciles against the transfer it broadcast.
+        settled = await settle_with_pending_retry_async(
+            facilitator, presented.payload, presented.requirements
         )
-        raise ProcessorUnavailable(
-            "The payment facilitator did not confirm the settlement; nothing was credited. "
-            "This authorization cannot be presented again."
+    except (OutboundRefused, ValueError) as exc:
+        raise await _kept_as_pending(
+            db, claim_id, presented, f"the facilitator did not answer the settlement: {exc}", None
         ) from None
     if not settled.success:
+        reason = settled.error_reason or "settlement_failed"
+        if _is_pending(settled):
+            note = f"settlement {reason}, transaction {settled.transaction or 'not named'}"
+            raise await _kept_as_pending(db, claim_id, presented, note, settled.transaction)
         raise await _refused(
             db,
             claim_id,
-            settled.error_reason or "settlement_failed",
+            reason,
             settled.error_message or "The facilitator could not settle the payment.",
         )
+    why = _mismatch(presented, settled.payer, str(settled.network), settled.amount)
+    if why:
+        raise await _kept_as_mismatch(db, claim_id, "settle", why, settled.transaction)
     for attempt in (1, 2):
         try:
             account_id, new_key = await _write(

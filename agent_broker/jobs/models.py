@@ -1,11 +1,15 @@
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from sqlalchemy import String
 from sqlalchemy.orm import Mapped, mapped_column
 
 from agent_broker.db.base import Base, UTCDateTime
+
+# How long a claim holds. A run that outlasts it lets another replica start the same job,
+# so a job whose work can grow (webhooks/delivery.py) bounds its run well within it.
+LEASE_TTL = timedelta(minutes=10)
 
 
 class JobLease(Base):

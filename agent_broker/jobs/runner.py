@@ -9,7 +9,6 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
-from datetime import timedelta
 
 import structlog
 from sqlalchemy import or_, update
@@ -18,11 +17,10 @@ from sqlalchemy.exc import IntegrityError
 from agent_broker import clock
 from agent_broker.config import Settings
 from agent_broker.db.engine import Database
-from agent_broker.jobs.models import JobLease
+from agent_broker.jobs.models import LEASE_TTL, JobLease
 from agent_broker.jobs.registry import JOBS, Job
 
 log = structlog.get_logger("agent_broker.jobs")
-LEASE_TTL = timedelta(minutes=10)
 # Told about every run this process made: (job name, "ok" or "failed", seconds).
 JobObserver = Callable[[str, str, float], None]
 

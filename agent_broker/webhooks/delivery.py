@@ -5,22 +5,29 @@ the guarded outbound client, a bounded number at a time and with no transaction 
 Events of one thread or deal go one at a time, oldest first: an event waits while an
 earlier one of the same subject is undelivered. A 2xx answer delivers it; anything else
 retries with exponential backoff (10 s doubling to 1 h) until MAX_ATTEMPTS, then the event
-is given up and the next of its subject goes."""
+is given up and the next of its subject goes.
+
+One account cannot take the job from the others: a round takes at most PER_ACCOUNT of an
+account's due events, every account's oldest before any account's second, and a run
+starts no delivery once RUN_BUDGET (half the job's lease) is spent; what is left waits
+for the next run, with no attempt counted."""
 
 from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
-from sqlalchemy import and_, bindparam, exists, select, update
-from sqlalchemy.orm import Session, aliased
+from sqlalchemy import bindparam, func, select, update
+from sqlalchemy.orm import Session
 from standardwebhooks import Webhook
 
 from agent_broker import clock
 from agent_broker.config import Settings
 from agent_broker.db.prepared import Prepared
 from agent_broker.http.outbound import OutboundClient, OutboundPolicy, OutboundRefused
+from agent_broker.jobs.models import LEASE_TTL
 from agent_broker.webhooks.models import WebhookEndpoint, WebhookEvent
 
 MAX_ATTEMPTS = 20
@@ -28,14 +35,30 @@ FIRST_RETRY = timedelta(seconds=10)
 LONGEST_RETRY = timedelta(hours=1)
 BATCH = 200
 CONCURRENCY = 8
+# An account's share of a round: no more than go out at once, so one account whose
+# endpoint stalls holds a round for about one deadline, not the round's whole length.
+PER_ACCOUNT = CONCURRENCY
 ROUNDS = 20  # a run keeps going while it delivers, so a backlog drains in one run
 DEADLINE_SECONDS = 10.0
 MAX_ANSWER_BYTES = 4096
+# No delivery starts once this much of the run is spent. What is in flight then ends
+# within DEADLINE_SECONDS, and the other half of the lease is left for that, recording
+# the results and a slow database, so no second replica can start the job meanwhile.
+RUN_BUDGET = LEASE_TTL / 2
 
 _events = WebhookEvent.__table__
 _endpoints = WebhookEndpoint.__table__
-_earlier = aliased(_events)
-_DUE = Prepared(
+# The first undelivered event of each subject: the only one of it that may go. One pass
+# over the undelivered events (ix_webhook_events_due), whatever the delivered history or
+# the queue behind a subject: every account's share needs all of them, not the oldest 200.
+_firsts = (
+    select(func.min(_events.c.sequence).label("sequence"))
+    .where(_events.c.delivered_at.is_(None), _events.c.failed_at.is_(None))
+    .group_by(_events.c.account_id, _events.c.subject)
+    .subquery()
+)
+# Those that are due, numbered per account from its oldest (`turn`).
+_heads = (
     select(
         _events.c.sequence,
         _events.c.id,
@@ -43,23 +66,28 @@ _DUE = Prepared(
         _events.c.attempts,
         _endpoints.c.url,
         _endpoints.c.secret,
+        func.row_number()
+        .over(partition_by=_events.c.account_id, order_by=_events.c.sequence)
+        .label("turn"),
     )
+    .join(_firsts, _firsts.c.sequence == _events.c.sequence)
     .join(_endpoints, _endpoints.c.account_id == _events.c.account_id)
-    .where(
-        _events.c.delivered_at.is_(None),
-        _events.c.failed_at.is_(None),
-        _events.c.next_attempt_at <= bindparam("now"),
-        ~exists().where(
-            and_(
-                _earlier.c.account_id == _events.c.account_id,
-                _earlier.c.subject == _events.c.subject,
-                _earlier.c.sequence < _events.c.sequence,
-                _earlier.c.delivered_at.is_(None),
-                _earlier.c.failed_at.is_(None),
-            )
-        ),
+    .where(_events.c.next_attempt_at <= bindparam("now"))
+    .subquery()
+)
+# A round: up to PER_ACCOUNT of each account's, round-robin (every account's oldest, then
+# every account's second...), oldest first within a turn.
+_DUE = Prepared(
+    select(
+        _heads.c.sequence,
+        _heads.c.id,
+        _heads.c.payload,
+        _heads.c.attempts,
+        _heads.c.url,
+        _heads.c.secret,
     )
-    .order_by(_events.c.sequence)
+    .where(_heads.c.turn <= bindparam("per_account"))
+    .order_by(_heads.c.turn, _heads.c.sequence)
     .limit(BATCH)
 )
 _DELIVERED = Prepared(
@@ -90,17 +118,24 @@ def backoff(attempts: int) -> timedelta:
     return min(FIRST_RETRY * 2 ** max(attempts - 1, 0), LONGEST_RETRY)
 
 
-async def _send(outbound: OutboundClient, row, gate: asyncio.Semaphore) -> Outcome:  # type: ignore[no-untyped-def]
-    # The wall clock, not the service's: the receiver checks the timestamp against its own
-    # clock (a replay guard), and the service clock may be moved (tests, travel).
-    sent_at = datetime.now(UTC)
-    headers = {
-        "content-type": "application/json",
-        "webhook-id": row.id,
-        "webhook-timestamp": str(int(sent_at.timestamp())),
-        "webhook-signature": Webhook(row.secret).sign(row.id, sent_at, row.payload),
-    }
+async def _send(
+    outbound: OutboundClient, row: Any, gate: asyncio.Semaphore, budget_ends: datetime
+) -> Outcome | None:
+    """The delivery's outcome, or None when the run's budget was spent before its turn
+    came (not sent, no attempt counted)."""
     async with gate:
+        if clock.now() >= budget_ends:
+            return None
+        # The wall clock, not the service's: the receiver checks the timestamp against its
+        # own clock (a replay guard), and the service clock may be moved (tests, travel).
+        # Signed once its turn has come, so a wait at the gate does not age it.
+        sent_at = datetime.now(UTC)
+        headers = {
+            "content-type": "application/json",
+            "webhook-id": row.id,
+            "webhook-timestamp": str(int(sent_at.timestamp())),
+            "webhook-signature": Webhook(row.secret).sign(row.id, sent_at, row.payload),
+        }
         try:
             answer = await outbound.request(
                 "POST",
@@ -117,14 +152,22 @@ async def _send(outbound: OutboundClient, row, gate: asyncio.Semaphore) -> Outco
     return Outcome(False, f"answered {answer.status_code}")
 
 
-async def _send_all(outbound: OutboundClient, rows: list) -> list[Outcome]:  # type: ignore[type-arg]
+async def _send_all(
+    outbound: OutboundClient, rows: list[Any], budget_ends: datetime
+) -> list[Outcome | None]:
+    # The gate lets the tasks through in the order given: the round's, round-robin.
     gate = asyncio.Semaphore(CONCURRENCY)
-    return list(await asyncio.gather(*(_send(outbound, row, gate) for row in rows)))
+    sends = (_send(outbound, row, gate, budget_ends) for row in rows)
+    return list(await asyncio.gather(*sends))
 
 
-def _record(session: Session, rows: list, outcomes: list[Outcome], now: datetime) -> int:  # type: ignore[type-arg]
+def _record(
+    session: Session, rows: list[Any], outcomes: list[Outcome | None], now: datetime
+) -> int:
     delivered = 0
     for row, outcome in zip(rows, outcomes, strict=True):
+        if outcome is None:
+            continue  # not sent: the run's budget was spent
         attempts = row.attempts + 1
         if outcome.delivered:
             _DELIVERED.execute(session, sequence=row.sequence, now=now, attempts=attempts)
@@ -143,17 +186,25 @@ def _record(session: Session, rows: list, outcomes: list[Outcome], now: datetime
 
 
 def deliver_due(session: Session, settings: Settings, now: datetime) -> str:
+    """The job; `now` is when the run started (just after its lease was claimed)."""
     outbound = OutboundClient(OutboundPolicy.from_settings(settings))
+    budget_ends = now + RUN_BUDGET
     delivered = failed = 0
     for _ in range(ROUNDS):
-        rows = _DUE.all(session, now=clock.now())
+        if clock.now() >= budget_ends:
+            break
+        rows = _DUE.all(session, now=clock.now(), per_account=PER_ACCOUNT)
         session.commit()  # nothing is held while the endpoints answer
         if not rows:
             break
-        outcomes = asyncio.run(_send_all(outbound, rows))
+        outcomes = asyncio.run(_send_all(outbound, rows, budget_ends))
         sent = _record(session, rows, outcomes, clock.now())
         session.commit()
-        delivered, failed = delivered + sent, failed + len(rows) - sent
-        if sent == 0:
+        left = sum(outcome is None for outcome in outcomes)
+        delivered, failed = delivered + sent, failed + len(rows) - left - sent
+        if sent == 0 or left:
             break
-    return f"delivered {delivered} webhook events, {failed} attempts failed"
+    outcome = f"delivered {delivered} webhook events, {failed} attempts failed"
+    if clock.now() >= budget_ends:
+        outcome += f"; stopped at its {RUN_BUDGET.total_seconds():g} s budget"
+    return outcome

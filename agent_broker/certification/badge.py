@@ -1,7 +1,12 @@
 """The `certification-badges` job: the daily badge. An account is certified when, over the
 last 7 days of its evidence window (the current deal route, since it became the route
-checked), at least 4 scheduled checks ran and at least 90% of them passed. Free tests
-never count."""
+checked in the current run of paid periods), at least 4 scheduled checks ran and at least
+90% of them passed, and a paid period is running. Free tests never count.
+
+The badge says only what is true now: a route change or a fresh paid period empties the
+window and withdraws the badge in its own transaction (service.restart_window), and every
+read of the badge also asks that the paid period has not ended, so a lapse shows at once,
+before any job runs."""
 
 from __future__ import annotations
 
@@ -26,6 +31,7 @@ _EVIDENCE = Prepared(
     select(
         _records.c.account_id,
         _records.c.window_route,
+        _records.c.period_end,
         _accounts.c.deal_route,
         func.count(_checks.c.id).label("total"),
         func.coalesce(func.sum(case((_checks.c.passed, 1), else_=0)), 0)
@@ -41,7 +47,12 @@ _EVIDENCE = Prepared(
         & (_checks.c.checked_at >= _records.c.window_started_at)
         & (_checks.c.checked_at > bindparam("since")),
     )
-    .group_by(_records.c.account_id, _records.c.window_route, _accounts.c.deal_route)
+    .group_by(
+        _records.c.account_id,
+        _records.c.window_route,
+        _records.c.period_end,
+        _accounts.c.deal_route,
+    )
 )
 _SET_BADGE = Prepared(
     update(_records)
@@ -50,28 +61,33 @@ _SET_BADGE = Prepared(
 )
 
 
+# The stored badge counts only while its paid period runs: a lapse is seen on read, from
+# the same row, so the hot listing and record reads need no job to have run first.
 _CERTIFIED = select(_records.c.account_id, _records.c.checked_on).where(
-    _records.c.public_certified.is_(True)
+    _records.c.public_certified.is_(True), _records.c.period_end > bindparam("now")
 )
 _CERTIFIED_ONE = Prepared(_CERTIFIED.where(_records.c.account_id == bindparam("account_id")))
 
 
-def certified_later(session: Session, account_id: str) -> Callable[[], bool]:
+def certified_later(session: Session, account_id: str, *, now: datetime) -> Callable[[], bool]:
     """Whether the account holds the badge, its lookup sent with the session's next round
     trip (Prepared.later): call what it returns for the answer."""
-    later = _CERTIFIED_ONE.later(session, account_id=account_id)
+    later = _CERTIFIED_ONE.later(session, account_id=account_id, now=now)
     return lambda: bool(later.all())
 
 
-def certified_accounts(session: Session, account_ids: set[str]) -> dict[str, date]:
+def certified_accounts(
+    session: Session, account_ids: set[str], *, now: datetime
+) -> dict[str, date]:
     """The accounts among these that hold the badge, with the day it was last set."""
     if not account_ids:
         return {}
     if len(account_ids) == 1:
         (only,) = account_ids
-        rows = _CERTIFIED_ONE.all(session, account_id=only)
+        rows = _CERTIFIED_ONE.all(session, account_id=only, now=now)
     else:
-        rows = session.execute(_CERTIFIED.where(_records.c.account_id.in_(account_ids))).all()
+        statement = _CERTIFIED.where(_records.c.account_id.in_(account_ids))
+        rows = session.execute(statement, {"now": now}).all()
     return {row.account_id: row.checked_on for row in rows}
 
 
@@ -84,8 +100,14 @@ def update_badges(session: Session, *, now: datetime) -> tuple[int, int]:
     certified = 0
     rows = _EVIDENCE.all(session, since=now - WINDOW)
     for row in rows:
-        # A route changed since the last check restarts the window: nothing counts yet.
-        badge = row.window_route == row.deal_route and is_certified(row.passed, row.total)
+        # A route changed since the last check restarts the window: nothing counts yet; and
+        # no badge outlives its paid period.
+        badge = (
+            row.period_end is not None
+            and row.period_end > now
+            and row.window_route == row.deal_route
+            and is_certified(row.passed, row.total)
+        )
         certified += badge
         _SET_BADGE.execute(session, account_id=row.account_id, certified=badge, day=now.date())
     return len(rows), certified

@@ -7,11 +7,11 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import bindparam, or_, select, update
+from sqlalchemy import bindparam, exists, or_, select, update
 from sqlalchemy.orm import Session
 
 from agent_broker.accounts import credentials
-from agent_broker.accounts.models import AccountRecord
+from agent_broker.accounts.models import Account, AccountRecord
 from agent_broker.certification.models import Certification, CertificationCheck
 from agent_broker.certification.probe import ProbeResult
 from agent_broker.db.prepared import Prepared, inserting, inserting_unless_taken
@@ -70,13 +70,25 @@ def testable_route(session: Session, account: AccountRecord) -> str:
     return account.deal_route
 
 
+_accounts = Account.__table__
 _FOLLOW_ROUTE = Prepared(
     update(_records)
     .where(
         _records.c.account_id == bindparam("account_id"),
         or_(_records.c.window_route.is_(None), _records.c.window_route != bindparam("route")),
+        # Still the account's route: a probe answered after a route change does not move
+        # the window back to the route it left.
+        exists().where(
+            _accounts.c.id == bindparam("account_id"),
+            _accounts.c.deal_route == bindparam("route"),
+        ),
     )
     .values(window_route=bindparam("route"), window_started_at=bindparam("now"))
+)
+_RESTART_WINDOW = Prepared(
+    update(_records)
+    .where(_records.c.account_id == bindparam("account_id"))
+    .values(window_route=None, window_started_at=None, public_certified=False)
 )
 
 
@@ -98,8 +110,16 @@ def record_of(session: Session, account_id: str, *, lock: bool = False) -> Any:
 
 
 def follow_route(session: Session, account_id: str, route: str, *, now: datetime) -> None:
-    """Make `route` the one whose checks count; a different route starts the window anew."""
+    """Make `route`, if still the account's deal route, the one whose checks count; a
+    different route starts the window anew."""
     _FOLLOW_ROUTE.execute(session, account_id=account_id, route=route, now=now)
+
+
+def restart_window(session: Session, account_id: str) -> None:
+    """Nothing checked so far counts and the badge goes, at once, in the caller's
+    transaction: the deal route changed (or was cleared), or a paid period starts after
+    an unpaid gap. The window opens again when the route is next checked (follow_route)."""
+    _RESTART_WINDOW.execute(session, account_id=account_id)
 
 
 def open_record(session: Session, account_id: str) -> None:
@@ -188,7 +208,8 @@ def status_view(session: Session, account: AccountRecord, *, now: datetime) -> d
             and latest_scheduled is not None
             and latest_scheduled.passed
         ),
-        "public_certified": bool(record and record.public_certified),
+        # The stored badge, unless its paid period has ended since (as on every read).
+        "public_certified": bool(subscribed and record.public_certified),
         "checked_on": record.checked_on.isoformat() if record and record.checked_on else None,
         "last_test": last_test,
         "recent": [

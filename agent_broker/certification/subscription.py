@@ -6,7 +6,8 @@ unless a period is still paid (a canceled one resumes free). A short balance is 
 the request's transaction rolling back, nothing is written; the Idempotency-Key makes a
 retry answer the first result, never a second charge. Cancel only stops renewal; nothing
 is refunded. Renewal charges the next period when one ends, or lets the subscription
-lapse on a short balance."""
+lapse on a short balance. A period begun after an unpaid gap starts the badge's evidence
+afresh."""
 
 from __future__ import annotations
 
@@ -73,7 +74,17 @@ def _passed_recently(record: Any, route: str, now: datetime) -> bool:
     )
 
 
-def _charge_period(session: Session, account_id: str, start: datetime, *, now: datetime) -> None:
+def _charge_period(
+    session: Session,
+    account_id: str,
+    start: datetime,
+    *,
+    previous_end: datetime | None,
+    now: datetime,
+) -> None:
+    """Charge the period from `start`. One that does not follow on from the last (a first
+    subscription, or one after an unpaid gap) restarts the evidence window: checks made
+    before the gap do not count toward the new badge."""
     end = start + PERIOD
     ledger.charge(
         session,
@@ -85,6 +96,8 @@ def _charge_period(session: Session, account_id: str, start: datetime, *, now: d
         now=now,
     )
     _START.execute(session, account_id=account_id, start=start, end=end)
+    if previous_end is None or previous_end < start:
+        service.restart_window(session, account_id)
 
 
 def subscribe(session: Session, account: AccountRecord, *, now: datetime) -> dict:
@@ -97,7 +110,7 @@ def subscribe(session: Session, account: AccountRecord, *, now: datetime) -> dic
     if record.period_end is not None and record.period_end > now:
         _SET_RENEW.execute(session, account_id=account.id, renew=True)  # still paid: free
     else:
-        _charge_period(session, account.id, now, now=now)
+        _charge_period(session, account.id, now, previous_end=record.period_end, now=now)
     service.follow_route(session, account.id, route, now=now)
     return service.status_view(session, account, now=now)
 
@@ -136,7 +149,7 @@ def renew_due(session: Session, *, now: datetime) -> tuple[int, int]:
         # Back to back with the period that ended, unless a whole period was missed.
         start = due.period_end if due.period_end > now - PERIOD else now
         try:
-            _charge_period(session, due.account_id, start, now=now)
+            _charge_period(session, due.account_id, start, previous_end=due.period_end, now=now)
             renewed += 1
         except InsufficientFunds:
             _SET_RENEW.execute(session, account_id=due.account_id, renew=False)

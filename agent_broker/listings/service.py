@@ -122,7 +122,7 @@ def post(
     )
     # Both lookups go with the listing's insert, in one round trip.
     facets = reputation.facets_later(session, account_id)
-    certified = certification.certified_later(session, account_id)
+    certified = certification.certified_later(session, account_id, now=now)
     facet = facets().get(poster_role(listing))
     standing = _standing(facet, funded, certified()) if facet is not None else None
     return listing_view(listing, now=now, standing=standing, with_body=True, with_avg_rating=False)
@@ -188,7 +188,7 @@ def mark_matched(session: Session, listing_id: str) -> None:
 
 def read(session: Session, listing_id: str, *, now: datetime) -> dict:
     listing = get(session, listing_id)
-    standing = _standings(session, [listing]).get(listing.id)
+    standing = _standings(session, [listing], now=now).get(listing.id)
     return listing_view(listing, now=now, standing=standing, with_body=True)
 
 
@@ -228,7 +228,7 @@ def _page(
 ) -> dict:
     """A page of listings from up to limit + 1 rows; the extra row only says there is more."""
     page = rows[:limit]
-    standings = _standings(session, page)
+    standings = _standings(session, page, now=now)
     result: dict = {
         "listings": [
             listing_view(row, now=now, standing=standings.get(row.id), with_body=with_body)
@@ -271,14 +271,16 @@ def mine(
     return _page(session, rows, limit, with_body=True, now=now)
 
 
-def _standings(session: Session, listings: Iterable[ListingLike]) -> dict[str, PosterStanding]:
+def _standings(
+    session: Session, listings: Iterable[ListingLike], *, now: datetime
+) -> dict[str, PosterStanding]:
     """Each listing's poster standing, read in three queries for the whole page. A poster
     whose record cannot be read gets none, and the seller fields are then omitted."""
     listings = list(listings)
     posters = {row.poster_id for row in listings}
     facets = reputation.facets_for(session, posters)
     funded = ledger.funded_accounts(session, posters)
-    certified = certification.certified_accounts(session, posters)
+    certified = certification.certified_accounts(session, posters, now=now)
     standings = {}
     # One standing per poster and role: a page often holds many listings of one poster.
     known: dict[tuple[str, str], PosterStanding | None] = {}

@@ -97,7 +97,7 @@ def _standing(
     ids = set(created)
     funded = ledger.funded_accounts(session, ids)
     verified = domains.verified_accounts(session, ids)
-    certified = certification.certified_accounts(session, ids)
+    certified = certification.certified_accounts(session, ids, now=now)
     evidence, sales_rows = _evidence(session, ids)
     sales: dict[str, dict[str, int]] = {}
     for row in sales_rows:

@@ -1,29 +1,33 @@
 """Scheduled checks and the daily badge, the clock moved hour by hour: the badge needs at
 least 4 scheduled checks of the current route over 7 days with at least 90% passing; free
-tests never count; a route change restarts the window; the badge shows on the public
-reputation record and as seller_certified on listings; probes hold no database lock."""
+tests never count; a route change restarts the window; a route change or a lapse takes
+the badge at once; the badge shows on the public reputation record and as
+seller_certified on listings; probes hold no database lock."""
 
 from __future__ import annotations
 
 import threading
 import time
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import pytest
 
 from agent_broker import clock
 from agent_broker.certification.badge import is_certified
+from agent_broker.certification.service import record_of
 from tests.certification.conftest import (
     PERIOD_MICRO,
+    ROUTE,
     ROUTE_PATH,
     answer_liveness,
+    cancel,
     echoing,
     free_test,
     run,
     status,
     subscribe,
 )
-from tests.domains.conftest import prove
+from tests.domains.conftest import prove, set_route
 from tests.helpers import fund, new_key, register
 from tests.listings.conftest import LISTING
 from tests.tls_server import Answer
@@ -194,3 +198,146 @@ def test_a_stalled_route_holds_no_database_lock(app, client, challenge_server, s
         job.join(timeout=15)
     last = status(client, subscriber)["recent"][0]
     assert last["kind"] == "scheduled" and last["passed"] is False
+
+
+# The badge says only what is true now: a route change or a lapse takes it at once, on
+# every surface, before any job runs; evidence from an earlier route or before an unpaid
+# gap never counts toward a new badge.
+
+
+def _certified_everywhere(client, agent, listing_id):
+    """The badge as each surface shows it: the public record, the listing (read and
+    feed), the public page and the account's own status record."""
+    handle = client.get("/v1/account", headers=agent.headers).json()["handle"]
+    listing = client.get(f"/v1/listings/{listing_id}", headers=agent.headers).json()
+    feed = client.get("/v1/feed", headers=agent.headers).json()["listings"]
+    (entry,) = [item for item in feed if item["id"] == listing_id]
+    page = client.get(f"/market/{handle}").text
+    return {
+        "record": _reputation(client, agent).get("certified", False),
+        "listing": listing.get("seller_certified", False),
+        "feed": entry.get("seller_certified", False),
+        "page": 'class="tag badge">certified' in page,
+        "status": status(client, agent)["public_certified"],
+    }
+
+
+def _post_listing(client, agent) -> str:
+    headers = {**agent.headers, "Idempotency-Key": new_key()}
+    posted = client.post("/v1/listings", json=LISTING, headers=headers)
+    assert posted.status_code == 201, posted.text
+    return posted.json()["id"]
+
+
+@pytest.fixture
+def certified(app, client, challenge_server, subscriber):
+    """A certified subscriber with a live listing: (agent, listing id)."""
+    listing_id = _post_listing(client, subscriber)
+    answer_liveness(challenge_server)
+    _checks(app, 4)
+    run(app, "certification-badges")
+    assert set(_certified_everywhere(client, subscriber, listing_id).values()) == {True}
+    return subscriber, listing_id
+
+
+def test_a_route_change_takes_the_badge_at_once_everywhere(app, client, certified):
+    agent, listing_id = certified
+    set_route(client, agent, ROUTE)  # the same route again: the badge stays
+    assert set(_certified_everywhere(client, agent, listing_id).values()) == {True}
+    set_route(client, agent, "https://agents.dev/other")  # same proved domain, new route
+    assert set(_certified_everywhere(client, agent, listing_id).values()) == {False}
+    record = status(client, agent)
+    assert record["passing_now"] is False and "window_route" not in record
+
+
+def test_checks_of_an_earlier_route_never_count_again(app, client, certified):
+    agent, _ = certified
+    set_route(client, agent, "https://agents.dev/other")
+    set_route(client, agent, ROUTE)  # back to the route checked four times already
+    assert status(client, agent)["public_certified"] is False
+    _checks(app, 1)
+    run(app, "certification-badges")
+    record = status(client, agent)
+    assert record["window_route"] == ROUTE and record["passing_now"] is True
+    assert record["public_certified"] is False  # one check since the change, not five
+    _checks(app, 3)
+    run(app, "certification-badges")
+    assert status(client, agent)["public_certified"] is True
+
+
+def _period_end(client, agent) -> datetime:
+    return datetime.fromisoformat(status(client, agent)["period_end"].replace("Z", "+00:00"))
+
+
+def test_a_lapsed_period_takes_the_badge_at_once_everywhere(
+    app, client, challenge_server, subscriber
+):
+    answer_liveness(challenge_server)
+    assert cancel(client, subscriber).status_code == 200
+    period_end = _period_end(client, subscriber)
+    # Certified on four passing checks in the paid period's last hours.
+    clock.advance(period_end - clock.now() - 5 * HOUR)
+    listing_id = _post_listing(client, subscriber)
+    _checks(app, 4)
+    run(app, "certification-badges")
+    clock.advance(period_end - clock.now() - timedelta(seconds=1))
+    assert set(_certified_everywhere(client, subscriber, listing_id).values()) == {True}
+    clock.advance(timedelta(seconds=2))  # past the period's end; no job has run
+    assert set(_certified_everywhere(client, subscriber, listing_id).values()) == {False}
+    assert status(client, subscriber)["subscribed"] is False
+    # The daily update, within 7 days of those checks, does not give it back either.
+    assert run(app, "certification-badges") == "updated 1 badges, 0 certified"
+    with app.state.db.reader() as session:
+        assert record_of(session, subscriber.account_id).public_certified is False
+
+
+def test_checks_before_an_unpaid_gap_do_not_count_toward_a_new_badge(
+    app, client, challenge_server, subscriber
+):
+    answer_liveness(challenge_server)
+    assert cancel(client, subscriber).status_code == 200
+    period_end = _period_end(client, subscriber)
+    # Four passing checks in the paid period's last hours: certified.
+    clock.advance(period_end - clock.now() - 5 * HOUR)
+    _checks(app, 4)
+    run(app, "certification-badges")
+    assert status(client, subscriber)["public_certified"] is True
+    # Lapsed for two hours, then subscribed again: nothing from before the gap counts.
+    clock.advance(3 * HOUR)
+    assert free_test(client, subscriber).json()["last_test"]["passed"] is True
+    resumed = subscribe(client, subscriber)
+    assert resumed.status_code == 200, resumed.text
+    assert resumed.json()["subscribed"] is True and resumed.json()["public_certified"] is False
+    assert "certified" not in _reputation(client, subscriber)
+    _checks(app, 1)
+    run(app, "certification-badges")
+    assert status(client, subscriber)["public_certified"] is False  # one check, not five
+    _checks(app, 3)
+    run(app, "certification-badges")
+    assert status(client, subscriber)["public_certified"] is True
+
+
+def test_a_probe_answered_after_a_route_change_does_not_bring_the_old_route_back(
+    app, client, challenge_server, subscriber
+):
+    def slow_echo(body: bytes) -> Answer:
+        answer = echoing(body)
+        return Answer(body=answer.body, headers=answer.headers, delay_seconds=5)
+
+    challenge_server.answer_with(ROUTE_PATH, slow_echo)
+    probes_before = len(challenge_server.paths_seen())
+    job = threading.Thread(target=run, args=(app, "certification-checks"))
+    job.start()
+    try:
+        deadline = time.monotonic() + 5
+        while len(challenge_server.paths_seen()) == probes_before and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert job.is_alive()  # the probe is waiting
+        set_route(client, subscriber, "https://agents.dev/other")  # while the probe waits
+    finally:
+        challenge_server.release.set()
+        job.join(timeout=15)
+    record = status(client, subscriber)
+    assert record["recent"][0]["route"] == ROUTE and record["recent"][0]["passed"] is True
+    assert "window_route" not in record  # not the route the account left
+    assert record["passing_now"] is False

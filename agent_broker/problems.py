@@ -11,7 +11,10 @@ import structlog
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from sqlalchemy.exc import OperationalError
 from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from agent_broker.db.timeouts import timed_out
 
 PROBLEM_MEDIA_TYPE = "application/problem+json"
 log = structlog.get_logger("agent_broker.problems")
@@ -153,6 +156,21 @@ class InternalError(Problem):
     )
 
 
+class DatabaseTimedOut(Problem):
+    """A database wait ran out (agent_broker.db.timeouts): the transaction was rolled back.
+    A load or a lock that passes, so 503 with a Retry-After, under the generic reason."""
+
+    status, reason = 503, Reason.internal_error
+    default_detail = (
+        "The database did not answer in time; retry after the indicated delay (with the "
+        "same Idempotency-Key where the route takes one)."
+    )
+    RETRY_AFTER_SECONDS = 1
+
+    def __init__(self, detail: str | None = None) -> None:
+        super().__init__(detail, headers={"Retry-After": str(self.RETRY_AFTER_SECONDS)})
+
+
 def problem_type(base_url: str, reason: str) -> str:
     return f"{base_url.rstrip('/')}/problems/{reason}"
 
@@ -219,6 +237,16 @@ def install_handlers(app: FastAPI) -> None:
     async def _problem(request: Request, exc: Problem) -> JSONResponse:
         return problem_response(
             request, exc.status, exc.reason.value, exc.detail, exc.extra, exc.headers
+        )
+
+    @app.exception_handler(OperationalError)
+    async def _database(request: Request, exc: OperationalError) -> JSONResponse:
+        if not timed_out(exc):
+            raise exc  # a server fault: answered 500 by the handler below, and logged
+        err = DatabaseTimedOut()
+        log.warning("database_timed_out", path=request.url.path, error_type=type(exc.orig).__name__)
+        return problem_response(
+            request, err.status, err.reason.value, err.detail, err.extra, err.headers
         )
 
     @app.exception_handler(RequestValidationError)

@@ -195,7 +195,7 @@ def sealer_loop(interval_s: float) -> dict[str, Any]:
 
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    db = create_database(Settings())
+    db = create_database(Settings(), work="jobs")  # the sealer runs as the job does
     figures: dict[str, Any] = {"runs": 0, "busy_s": 0.0, "verdict": "unknown", "error": None}
     started = time.perf_counter()
     try:

@@ -1,11 +1,13 @@
 """Engine construction. SQLite runs in WAL mode with foreign keys and a busy timeout, and
 write transactions start with BEGIN IMMEDIATE so concurrent writers queue on the
 database lock instead of failing on a lock upgrade. PostgreSQL goes through psycopg 3;
-where its work runs is BROKER_DB_DISPATCH (agent_broker.db.dispatch)."""
+where its work runs is BROKER_DB_DISPATCH (agent_broker.db.dispatch), and how long it may
+wait is set on each connection as it opens (agent_broker.db.timeouts)."""
 
 from __future__ import annotations
 
 import asyncio
+import os
 import select
 from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass, field
@@ -19,10 +21,12 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
 
 from agent_broker.config import Settings
+from agent_broker.db import libpq
 from agent_broker.db.checkpoint import BACKSTOP_PAGES, WalCheckpointer
 from agent_broker.db.dispatch import THREADS, PerLoop
 from agent_broker.db.group_commit import BatchingConnection, GroupCommit, WriteGate
 from agent_broker.db.light import LightSession
+from agent_broker.db.timeouts import Work, limits_ms, startup_options
 
 BEGIN_MODE = "agent_broker_begin"
 MAX_OVERFLOW = 20  # connections opened beyond the pool's size under a burst, then closed
@@ -122,7 +126,33 @@ def _refuse_closed_by_server(dbapi_connection: Any, _record: Any, _proxy: Any) -
         raise sa_exc.InvalidatePoolError("the server closed this pooled connection")
 
 
-def create_database(settings: Settings) -> Database:
+def _postgresql_connect_args(settings: Settings, url: Any, work: Work) -> dict[str, Any]:
+    # Hot statements are prepared by agent_broker.db.libpq under names of its own.
+    # psycopg's own preparing stays off: after a rollback it deallocates every statement of
+    # the session (DEALLOCATE ALL), those names included.
+    args: dict[str, Any] = {"prepare_threshold": None}
+    limits = limits_ms(settings, work)
+    if limits is not None:
+        given = url.query.get("options")
+        if not isinstance(given, str):
+            given = os.environ.get("PGOPTIONS")
+        args["options"] = startup_options(given, *limits)
+    return args
+
+
+def _bound_libpq_waits(engine: Engine, statement_timeout_ms: int) -> None:
+    """The libpq path waits for the server no longer than its statement timeout allows
+    (agent_broker.db.libpq); set once per connection, as it opens."""
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_conn, _record):  # type: ignore[no-untyped-def]
+        libpq.bound_waits(dbapi_conn, statement_timeout_ms / 1000)
+
+
+def create_database(settings: Settings, *, work: Work = "requests") -> Database:
+    """The database, its connections set for `work`: "requests" (the service's), "jobs"
+    (scheduled jobs and the CLI, with the longer statement limit) or "migrations" (the
+    server's own limits; agent_broker.db.timeouts)."""
     # hide_parameters: bound values (API key hashes, contact details, request text) stay out
     # of database errors, and so out of logs and tracebacks; the SQL itself is still shown.
     url = make_url(settings.database_url)
@@ -159,15 +189,15 @@ def create_database(settings: Settings) -> Database:
     else:
         engine = create_engine(
             url,
-            # Hot statements are prepared by agent_broker.db.libpq under names of its own.
-            # psycopg's own preparing stays off: after a rollback it deallocates every
-            # statement of the session (DEALLOCATE ALL), those names included.
-            connect_args={"prepare_threshold": None},
+            connect_args=_postgresql_connect_args(settings, url, work),
             pool_size=settings.db_pool_size,
             max_overflow=MAX_OVERFLOW,
             hide_parameters=True,
         )
         event.listen(engine, "checkout", _refuse_closed_by_server)
+        limits = limits_ms(settings, work)
+        if limits is not None and limits[0]:
+            _bound_libpq_waits(engine, limits[0])
         reader_bind = engine
         begin_read = begin_write = None
     # Sessions know whether their blocking work may run on the event loop and, when not, on
@@ -195,3 +225,10 @@ def create_database(settings: Settings) -> Database:
         session_slots=slots,
         checkpointer=checkpointer,
     )
+
+
+def jobs_database(db: Database, settings: Settings) -> Database:
+    """The database the scheduled jobs of a serving process use, beside the requests' `db`:
+    on PostgreSQL an engine of its own, whose connections carry the jobs' longer statement
+    limit (agent_broker.db.timeouts); on SQLite, which has no such limit, `db` itself."""
+    return db if db.engine.dialect.name == "sqlite" else create_database(settings, work="jobs")

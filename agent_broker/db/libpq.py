@@ -15,11 +15,22 @@ docs/decisions.md, eighth round, has the measurements.
 
 The connection stays a psycopg connection in the same state psycopg left it in: libpq's
 transaction status is what psycopg reads, so its commit, rollback and ORM statements go on
-in the transaction begun here."""
+in the transaction begun here.
+
+The wait for the server is bounded (bound_waits, set when the connection opens from
+BROKER_DB_STATEMENT_TIMEOUT_MS): the server cancels each statement that runs longer, so a
+round trip of n statements is answered within n times that, or the server is not doing
+its part (a hung server, a lost network, a wait no server timeout covers). Past that bound
+plus a margin the statement is cancelled and the connection closed, so the pool drops it
+rather than reuse a connection out of step with the server, and WaitExpired is raised.
+Under inline dispatch this wait runs on the worker's event loop: unbounded, one stalled
+server would stall every request of the worker."""
 
 from __future__ import annotations
 
+import contextlib
 import select
+import time
 import weakref
 from typing import Any
 
@@ -33,6 +44,18 @@ _ABORTED = pq.ExecStatus.PIPELINE_ABORTED
 _SYNC = pq.ExecStatus.PIPELINE_SYNC
 _TEXT = PyFormat.TEXT
 
+# How much longer than the server's own limits a round trip is waited for: time for the
+# server's cancellation to reach the client.
+WAIT_MARGIN_S = 1.0
+# How long the cancel request sent on giving up may take (it opens a connection of its own).
+CANCEL_WAIT_S = 1.0
+# _wait's budget when it is to be read off the deadline.
+_FROM_DEADLINE = -1.0
+
+
+class WaitExpired(psycopg.OperationalError):
+    """The server did not answer within the bound; the connection was closed."""
+
 
 # A statement as queued: its SQL, its values (not yet dumped), and a list to append its
 # rows to (as one list of tuples) once they have come back, or None for a statement whose
@@ -44,7 +67,17 @@ class Channel:
     """What this module keeps per psycopg connection: its statement names and the
     Transformer that converts values with the connection's adapters."""
 
-    __slots__ = ("connection", "pgconn", "transformer", "names", "counter", "__weakref__")
+    __slots__ = (
+        "connection",
+        "pgconn",
+        "transformer",
+        "names",
+        "counter",
+        "statement_wait",
+        "readable",
+        "sendable",
+        "__weakref__",
+    )
 
     def __init__(self, connection: psycopg.Connection) -> None:
         self.connection = connection
@@ -53,6 +86,13 @@ class Channel:
         # Statement SQL -> the name it is prepared under on this connection's server session.
         self.names: dict[bytes, bytes] = {}
         self.counter = 0
+        # The server's statement timeout in seconds (bound_waits); None: waits unbounded.
+        self.statement_wait: float | None = None
+        # Waits on the socket: poll() costs less than select() and takes any descriptor.
+        self.readable = select.poll()
+        self.readable.register(self.pgconn.socket, select.POLLIN)
+        self.sendable = select.poll()
+        self.sendable.register(self.pgconn.socket, select.POLLIN | select.POLLOUT)
 
 
 _channels: weakref.WeakKeyDictionary[Any, Channel] = weakref.WeakKeyDictionary()
@@ -63,6 +103,12 @@ def channel(connection: psycopg.Connection) -> Channel:
     if found is None:
         found = _channels[connection] = Channel(connection)
     return found
+
+
+def bound_waits(connection: psycopg.Connection, statement_timeout_s: float | None) -> None:
+    """Bound this connection's waits for the server by its statement timeout (seconds, as
+    set on the server session; None or 0: no bound)."""
+    channel(connection).statement_wait = statement_timeout_s or None
 
 
 def run(
@@ -134,7 +180,9 @@ def _round_trip(
             pgconn.send_query_params(command, None)
             sent.append(None)
         pgconn.pipeline_sync()
-        results = _exchange(pgconn)
+        # Each statement has the server's statement timeout to itself (BEGIN and a PREPARE
+        # take none to speak of): the answer to all of them is due within their sum.
+        results = _exchange(found, len(sending) + (command is not None))
     finally:
         _leave_pipeline(found)
     failed = None
@@ -160,16 +208,23 @@ def _round_trip(
     return results[-1] if command is None and sending else None
 
 
-def _exchange(pgconn: pq.PGconn) -> list[pq.PGresult]:
-    """Flush the pipeline and read its results up to its sync point."""
-    fileno = pgconn.socket
+def _exchange(found: Channel, statements: int) -> list[pq.PGresult]:
+    """Flush the pipeline and read its results up to its sync point, within the
+    connection's bound for that many statements."""
+    pgconn = found.pgconn
+    deadline = 0.0
+    budget_ms: float | None = None  # None: no bound
+    if found.statement_wait is not None:
+        allowed = WAIT_MARGIN_S + found.statement_wait * max(1, statements)
+        deadline = time.monotonic() + allowed
+        budget_ms = allowed * 1000
     while pgconn.flush():
-        select.select([fileno], [fileno], [])
+        budget_ms = _wait(found, found.sendable, budget_ms, deadline)
         pgconn.consume_input()
     results: list[pq.PGresult] = []
     while True:
         while pgconn.is_busy():
-            select.select([fileno], [], [])
+            budget_ms = _wait(found, found.readable, budget_ms, deadline)
             pgconn.consume_input()
         result = pgconn.get_result()
         if result is None:
@@ -177,6 +232,34 @@ def _exchange(pgconn: pq.PGconn) -> list[pq.PGresult]:
         if result.status == _SYNC:
             return results
         results.append(result)
+
+
+def _wait(found: Channel, poller: Any, budget_ms: float | None, deadline: float) -> float | None:
+    """Until the socket is ready as `poller` asks, for at most `budget_ms` (None: no
+    bound); what the next wait may take. The first wait of a round trip takes the whole
+    budget without reading the clock: the first reading after a wait costs more than the
+    rest of this bookkeeping (over a microsecond, measured)."""
+    if budget_ms is None:
+        poller.poll()
+        return None
+    if budget_ms == _FROM_DEADLINE:
+        budget_ms = (deadline - time.monotonic()) * 1000
+    if budget_ms > 0 and poller.poll(budget_ms):
+        return _FROM_DEADLINE
+    _give_up(found)
+    return None  # not reached: _give_up raises
+
+
+def _give_up(found: Channel) -> None:
+    """Cancel what the server is running for this connection (so it lets go of the locks
+    the transaction holds without waiting for its own timeout, if it has one), close the
+    connection, and raise WaitExpired."""
+    connection = found.connection
+    # The connection is closed whether or not the cancel got through.
+    with contextlib.suppress(Exception):
+        connection.cancel_safe(timeout=CANCEL_WAIT_S)
+    connection.close()
+    raise WaitExpired("the database did not answer in time; its connection was closed")
 
 
 def _leave_pipeline(found: Channel) -> None:

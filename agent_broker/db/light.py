@@ -100,6 +100,17 @@ class LightSession(Session):
             self._new or self._deleted or self.identity_map._modified
         )
 
+    def _drop_if_lost(self) -> None:
+        """A connection closed in the middle of its transaction (agent_broker.db.libpq
+        gives up on a server that does not answer in time) is invalidated: the pool drops
+        it, and nothing tries to roll it back."""
+        pooled = self._pooled
+        if pooled is None or pooled.dbapi_connection is None:
+            return
+        if pooled.dbapi_connection.closed:
+            (self._orm_bind or pooled).invalidate()
+            self._begun = False
+
     def _end_pooled(self, succeeded: bool) -> None:
         if not succeeded:
             self.queued.clear()
@@ -124,12 +135,16 @@ class LightSession(Session):
         self._end_pooled(True)
 
     def rollback(self) -> None:
+        if self._begun and self.on_libpq:
+            self._drop_if_lost()
         if self.in_transaction():
             super().rollback()
         self._end_pooled(False)
 
     def close(self) -> None:
         try:
+            if self._begun and self.on_libpq:
+                self._drop_if_lost()
             if self._has_orm_work() or self._orm_bind is not None or self.identity_map:
                 super().close()
             self._end_pooled(False)

@@ -27,7 +27,8 @@ def upgrade(database_url: str, revision: str = "head") -> None:
     from agent_broker.db.engine import create_database
 
     settings = Settings(database_url=database_url)
-    db = create_database(settings)
+    # A migration may rewrite a large table: the server's own limits, not the service's.
+    db = create_database(settings, work="migrations")
     try:
         with db.engine.begin() as conn:
             cfg = alembic_config(database_url)

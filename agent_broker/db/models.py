@@ -1,6 +1,11 @@
 """Imports every feature's models so the metadata (and Alembic) sees all tables."""
 
-from agent_broker.accounts.models import Account, IdentityLink, SpentToken  # noqa: F401
+from agent_broker.accounts.models import (  # noqa: F401
+    Account,
+    IdentityLink,
+    SpentToken,
+    WalletChallenge,
+)
 from agent_broker.certification.models import Certification, CertificationCheck  # noqa: F401
 from agent_broker.db.base import Base  # noqa: F401
 from agent_broker.deals.models import Deal  # noqa: F401

@@ -205,6 +205,11 @@ class Prepared:
             finally:
                 cursor.close()
         except compiled.dbapi_error as error:
+            if isinstance(error, libpq.WaitExpired) and not isinstance(session, LightSession):
+                # libpq closed the connection under the transaction: the session's
+                # Connection lets go of it rather than roll it back (as a light session
+                # does by itself).
+                session.connection().invalidate()
             raise as_sqlalchemy_error(compiled.dialect, compiled.sql, error) from error
 
     def queue(self, session: Session, **params: Any) -> None:

@@ -17,7 +17,7 @@ from agent_broker.accounts.routes import router as accounts_router
 from agent_broker.accounts.service import protocol_bindings
 from agent_broker.certification.routes import router as certification_router
 from agent_broker.config import Settings
-from agent_broker.db.engine import create_database
+from agent_broker.db.engine import create_database, jobs_database
 from agent_broker.deals.routes import router as deals_router
 from agent_broker.domains.routes import router as domains_router
 from agent_broker.http.auth import security_requirements
@@ -37,7 +37,7 @@ from agent_broker.logging import configure as configure_logging
 from agent_broker.market.routes import router as market_router
 from agent_broker.mcp_tools.server import mount as mount_mcp
 from agent_broker.mcp_tools.server import running as running_mcp
-from agent_broker.meta.a2a import a2a_endpoint
+from agent_broker.meta.a2a import a2a_dispatcher
 from agent_broker.meta.agent_card import card_body
 from agent_broker.meta.discovery import llms_txt
 from agent_broker.meta.metrics import Metrics
@@ -116,14 +116,23 @@ def create_app(settings: Settings | None = None, *, run_jobs: bool | None = None
     settings = settings or Settings()
     configure_logging(settings.log_level)
     db = create_database(settings)
+    # The scheduler's jobs have the longer statement limit: on PostgreSQL, connections of
+    # their own (agent_broker.db.timeouts).
+    jobs_db = (
+        jobs_database(db, settings)
+        if (settings.jobs_enabled if run_jobs is None else run_jobs)
+        else None
+    )
     metrics = (
         Metrics(db, verdict_source=latest_verdict_status) if settings.metrics_enabled else None
     )
     if metrics:
         metrics.count_fees_on_commit(db.writer)
+        if jobs_db is not None and jobs_db is not db:
+            metrics.count_fees_on_commit(jobs_db.writer)
     scheduler = (
-        Scheduler(db, settings, observer=metrics.job_finished if metrics else None)
-        if (settings.jobs_enabled if run_jobs is None else run_jobs)
+        Scheduler(jobs_db, settings, observer=metrics.job_finished if metrics else None)
+        if jobs_db is not None
         else None
     )
 
@@ -142,6 +151,8 @@ def create_app(settings: Settings | None = None, *, run_jobs: bool | None = None
             if db.checkpointer:
                 db.checkpointer.stop()
             db.dispose()
+            if jobs_db is not None and jobs_db is not db:
+                jobs_db.dispose()
 
     app = BrokerAPI(
         title="agent-broker",
@@ -163,7 +174,8 @@ def create_app(settings: Settings | None = None, *, run_jobs: bool | None = None
     app.state.card_signer = card_signer_for(settings) if settings.card_signing_key else None
     app.state.agent_card = None  # signed on first request (agent_broker.meta.well_known)
     x402_enabled = app.state.x402 is not None
-    a2a_route = a2a_endpoint(
+    # What answers POST /a2a (declared in agent_broker.meta.routes, so it is documented).
+    app.state.a2a = a2a_dispatcher(
         card_body(settings, x402_enabled=x402_enabled),
         llms_txt(settings, x402_enabled=x402_enabled),
     )
@@ -193,8 +205,6 @@ def create_app(settings: Settings | None = None, *, run_jobs: bool | None = None
         app.request_observers = (metrics.observe_request,)
     install_handlers(app)
     include_flat(app, ((metrics_router,) if metrics else ()) + ROUTERS)
-    # A plain route, outside /openapi.json: its contract is A2A's (the card describes it).
-    app.router.routes.append(a2a_route)
     mcp_server = mount_mcp(app)
     index_routes(app)
     return app

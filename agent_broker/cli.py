@@ -64,13 +64,14 @@ def _setting_errors(exc: ValidationError) -> list[str]:
 
 def _open_database(settings: Settings) -> Database:
     """The database, once it is known to carry this release's schema; otherwise one line
-    saying so and exit 1, rather than a traceback from the first missing table."""
+    saying so and exit 1, rather than a traceback from the first missing table. The
+    commands' work is the operator's, run with the jobs' longer statement limit."""
     from sqlalchemy.exc import OperationalError
 
     from agent_broker.db.engine import create_database
     from agent_broker.db.migrate import is_migrated
 
-    db = create_database(settings)
+    db = create_database(settings, work="jobs")
     try:
         migrated = is_migrated(db)
     except OperationalError as exc:
@@ -231,10 +232,12 @@ def admin_x402_pending(
         5, "--older-than", min=0, help="Only claims at least this many minutes old."
     ),
 ) -> None:
-    """List x402 payments whose settlement is unknown (the facilitator did not answer while
-    settling): check each nonce on chain, and credit a transfer that happened with
-    `admin credit --real-money`. Nothing was credited for them, and each authorization
-    stays refused (409 x402_payment_replay)."""
+    """List x402 payments kept for reconciliation: `pending` ones, whose settlement is
+    unknown (the facilitator did not answer, or answered that the transfer is pending),
+    and `mismatch` ones, settled otherwise than their authorization says (another payer,
+    network or amount). Check each on chain, and credit a transfer that happened and is
+    owed with `admin credit --real-money`. Nothing was credited for them, and each
+    authorization stays refused (409 x402_payment_replay)."""
     from datetime import timedelta
 
     from agent_broker import clock
@@ -252,8 +255,9 @@ def admin_x402_pending(
         return
     for claim in claims:
         typer.echo(
-            f"{claim.id}\t{claim.claimed_at.isoformat()}\t{claim.network}\t{claim.payer}"
-            f"\t{claim.amount_micro} µUSD\tnonce {claim.nonce}"
+            f"{claim.id}\t{claim.status}\t{claim.claimed_at.isoformat()}\t{claim.network}"
+            f"\t{claim.payer}\t{claim.amount_micro} µUSD\tnonce {claim.nonce}"
+            f"\ttransaction {claim.transaction or '-'}\t{claim.note or ''}"
         )
 
 
@@ -272,7 +276,10 @@ def admin_link_identity(
         typer.echo("--issuer and --subject must not be empty", err=True)
         raise typer.Exit(2)
     with _account_transaction(account_id) as session:
-        linked = identities.link(session, issuer, subject, account_id, now=clock.now())
+        # The settings name the OAuth issuer, for the kind the new link's event tells.
+        linked = identities.link(
+            session, issuer, subject, account_id, now=clock.now(), settings=_settings()
+        )
     if linked != account_id:
         typer.echo(f"identity already linked to another account: {linked}", err=True)
         raise typer.Exit(1)

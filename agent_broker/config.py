@@ -46,6 +46,9 @@ class Settings(BaseSettings):
     trusted_proxies: str = ""
     # `limits` notation, e.g. "20/hour".
     register_rate_limit: str = "20/hour"
+    # Wallet key recovery (`limits` notation): challenges and recoveries per source
+    # address, and recoveries per wallet.
+    wallet_recovery_rate_limit: str = "10/hour"
     # Scanner refusals an account may collect before 429 too_many_violations (`limits`).
     violation_limit: str = "5/hour"
     # How long a negotiation thread (and the opener's hold) lasts without a seal.
@@ -60,6 +63,14 @@ class Settings(BaseSettings):
     # worker (run several workers); "threads": on a few threads per worker, several write
     # transactions at once (agent_broker.db.dispatch).
     db_dispatch: Literal["inline", "threads"] = "inline"
+    # PostgreSQL only, in milliseconds (0: no limit), set on each connection as it opens
+    # (agent_broker.db.timeouts): how long one statement may run and how long it may wait
+    # for a lock before the server cancels it, and the request answers 503. Jobs and the
+    # CLI have the longer statement limit (the ledger sealer reads the whole journal); keep
+    # it below the job lease (10 minutes).
+    db_statement_timeout_ms: int = Field(default=5000, ge=0)
+    db_lock_timeout_ms: int = Field(default=2000, ge=0)
+    db_job_statement_timeout_ms: int = Field(default=300000, ge=0)
     log_level: str = "INFO"
     # Run the scheduled jobs inside `serve` (one replica at a time holds each lease).
     jobs_enabled: bool = True
@@ -122,6 +133,11 @@ class Settings(BaseSettings):
     x402_asset: str = ""
     x402_asset_name: str = ""
     x402_asset_version: str = ""
+    # x402 payment attempts (`limits` notation), counted per source address and, once the
+    # signature is checked, per paying wallet: each costs a claim and a facilitator call.
+    x402_attempt_rate_limit: str = "60/hour"
+    # Invoices per account (`limits` notation): each one asks the processor for a charge.
+    invoice_rate_limit: str = "20/hour"
     # Where the terms a payment accepts are published (the manifest's termsUrl); empty = none.
     terms_url: str = ""
     # Largest request body accepted (413 beyond). The worst valid listing, 10,000 body and

@@ -57,6 +57,12 @@ DRIVEN_ELSEWHERE = {
     "HTTPS host (tests/certification)",
     "POST /v1/account/certification": "needs a passing probe of an outside HTTPS deal route "
     "(tests/certification renews and lapses it through whole periods)",
+    "POST /v1/account/wallet/challenge": "recovers keys of wallets an x402 payment linked, "
+    "which needs a facilitator (tests/accounts/test_wallet_recovery.py races recoveries)",
+    "POST /v1/account/wallet/recover": "as the challenge (tests/accounts/test_wallet_recovery.py)",
+    "DELETE /dashboard/identities/{link_id}": "needs a linked identity: an identity "
+    "provider's session or an x402 wallet (tests/dashboard/test_identities.py)",
+    "POST /a2a": "writes nothing: an onboarding answer (tests/meta/test_a2a.py)",
 }
 PROOF_BUDGET = 100  # the service allows 120 proof mints per account per hour
 AUDIENCE = "https://verifier.agents.dev"

@@ -19,6 +19,7 @@ from urllib.parse import quote, urlsplit
 import httpx
 import pytest
 from email_validator import EmailNotValidError, validate_email
+from eth_account.messages import encode_defunct
 from fastapi import FastAPI
 from fastapi.routing import APIRoute, iter_route_contexts
 from fastapi.testclient import TestClient
@@ -245,6 +246,14 @@ BUY = {
 NONCE = "0123456789abcdef0123456789abcdef"
 
 
+def _signed_in(api: Api, payer: Wallet) -> dict[str, str]:
+    """A wallet recovery's body: the service's sign-in message, signed by the wallet."""
+    asked = api.post("/v1/account/wallet/challenge", 200, json={"address": payer.address})
+    message = asked.json()["message"]
+    signed = payer.account.sign_message(encode_defunct(text=message))
+    return {"message": message, "signature": "0x" + bytes(signed.signature).hex()}
+
+
 def _store_verdict(app: FastAPI, document: str) -> None:
     with app.state.db.engine.begin() as conn:
         conn.execute(text("UPDATE ledger_verdicts SET document = :d WHERE id = 1"), {"d": document})
@@ -291,6 +300,19 @@ def test_every_response_matches_the_document(
     api.get("/robots.txt")
     api.get("/a2a/health")
     api.get("/v1/ledger/verify", 404)
+    # A2A over JSON-RPC: a result, and errors (still HTTP 200) for another version, an
+    # unreadable body and a request the SDK refuses.
+    ask = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "SendMessage",
+        "params": {"message": {"messageId": "m-1", "role": "ROLE_USER", "parts": [{"text": "hi"}]}},
+    }
+    v1 = {"A2A-Version": "1.0"}
+    assert "message" in api.post("/a2a", 200, json=ask, headers=v1).json()["result"]
+    assert api.post("/a2a", 200, json=ask).json()["error"]["code"] == -32009
+    assert api.post("/a2a", 200, content=b"{", headers=v1).json()["id"] is None
+    assert api.post("/a2a", 200, json=[ask], headers=v1).json()["error"]["code"] == -32600
 
     # Registration: created, replayed, refused.
     key = new_key()
@@ -426,7 +448,8 @@ def test_every_response_matches_the_document(
     api.post("/v1/listings", 400, poster, json=SELL)  # no Idempotency-Key
     # No credential at all: the x402 challenge; paid, a new account posts.
     challenge = api.post_once("/v1/listings", 402, None, json=SELL).json()
-    payment = pay_v1(Wallet(), challenge["accepts"][2])
+    payer = Wallet()
+    payment = pay_v1(payer, challenge["accepts"][2])
     paid = api.post(
         "/v1/listings",
         201,
@@ -435,6 +458,15 @@ def test_every_response_matches_the_document(
     )
     assert paid.json()["new_account"]["api_key"]
     api.get("/.well-known/x402")
+    # The paying wallet recovers its account's key, which then lists and removes a link.
+    recovery = _signed_in(api, payer)
+    payer_agent = Agent(**api.post("/v1/account/wallet/recover", 200, json=recovery).json())
+    api.post("/v1/account/wallet/recover", 400, json=recovery)
+    api.post("/v1/account/wallet/recover", 404, json=_signed_in(api, Wallet()))
+    api.post("/v1/account/wallet/challenge", 400, json={"address": "0x1"})
+    (link,) = api.get("/dashboard/identities", agent=payer_agent).json()["identities"]
+    api.request("DELETE", f"/dashboard/identities/{uuid.uuid4()}", 404, payer_agent)
+    api.request("DELETE", f"/dashboard/identities/{link['id']}", 204, payer_agent)
     leak = {**SELL, "body": "Reach me at ops@agents.dev before we start."}
     api.post_once("/v1/listings", 422, poster, json=leak)
     listing = api.post_once("/v1/listings", 201, poster, json=SELL).json()
@@ -736,6 +768,8 @@ NULLABLE = {
     ("AccountProfileOut", "deal_route"),
     ("AccountProfileOut", "route_protocol_binding"),
     ("AccountProfileOut", "agent_card_url"),
+    # JSON-RPC 2.0: an answer's id is null when the request's could not be read.
+    ("JsonRpcResponse", "id"),
     ("LedgerVerdict", "computed_at"),
     ("LedgerProblem", "sequence"),
     ("SealedRange", "from"),

@@ -28,6 +28,8 @@ class Caller:
     scopes: frozenset[str] | None = None
     # An OAuth token's (issuer, jti, exp), for the operations a token may perform once.
     token: tuple[str, str, int] | None = None
+    # The (issuer, subject) a session or OAuth token named: the link it came through.
+    identity: tuple[str, str] | None = None
 
     @property
     def account_id(self) -> str:

@@ -1,18 +1,34 @@
-"""Which account an identity-provider subject reaches (dashboard sessions). A link is made
-by the first call that carries both a valid session and the account's valid API key, or
-by an operator (`agent-broker admin link-identity`); it is never moved silently."""
+"""Which account an identity reaches: a dashboard session's or an agent OAuth token's
+(issuer, subject), or an x402 wallet's. A session or token link is made by the first call
+that carries both a valid token and the account's valid API key, or by an operator
+(`agent-broker admin link-identity`); a wallet link by the wallet's first payment. A link
+is never moved silently. Each new one is announced to its account (the
+`account.identity_linked` event), whose holder lists and removes them
+(`/dashboard/identities`); a key rotation removes the session and OAuth links, so a
+leaked key's holder keeps no way in once the key is replaced."""
 
 from __future__ import annotations
 
 import uuid
 from datetime import UTC, datetime, timedelta
+from typing import Any, Literal
 
 from sqlalchemy import bindparam, delete, select
 from sqlalchemy.orm import Session
 
+from agent_broker import clock
 from agent_broker.accounts.models import IdentityLink, SpentToken
+from agent_broker.config import Settings
 from agent_broker.db.prepared import Prepared, inserting_unless_taken
-from agent_broker.problems import Problem, Reason
+from agent_broker.problems import NotFound, Problem, Reason
+from agent_broker.webhooks import service as webhooks
+
+IDENTITY_LINKED = "account.identity_linked"
+# The issuer x402 payments link wallets under. Wallets are identities like an identity
+# provider's subjects: one EVM address is the same key holder on every chain, so the
+# link does not name one.
+WALLET_ISSUER = "x402:evm"
+Kind = Literal["session", "oauth", "wallet"]
 
 _links = IdentityLink.__table__
 _LINKED = Prepared(
@@ -20,27 +36,125 @@ _LINKED = Prepared(
         _links.c.issuer == bindparam("issuer"), _links.c.subject == bindparam("subject")
     )
 )
-_LINK = inserting_unless_taken(_links)
+_LINK = inserting_unless_taken(_links, returning=_links.c.id)
+_OF_ACCOUNT = Prepared(
+    select(_links.c.id, _links.c.issuer, _links.c.subject, _links.c.linked_at)
+    .where(_links.c.account_id == bindparam("account_id"))
+    .order_by(_links.c.linked_at, _links.c.id)
+)
+_UNLINK = Prepared(
+    delete(_links).where(
+        _links.c.id == bindparam("id"), _links.c.account_id == bindparam("account_id")
+    )
+)
+# Every link of the account but its wallets' (and, after a rotation made with a session,
+# that session's own).
+_REVOKE = Prepared(
+    delete(_links).where(
+        _links.c.account_id == bindparam("account_id"),
+        _links.c.issuer != bindparam("wallet_issuer"),
+    )
+)
+_REVOKE_OTHERS = Prepared(
+    delete(_links).where(
+        _links.c.account_id == bindparam("account_id"),
+        _links.c.issuer != bindparam("wallet_issuer"),
+        (_links.c.issuer != bindparam("kept_issuer"))
+        | (_links.c.subject != bindparam("kept_subject")),
+    )
+)
+
+
+def kind_of(settings: Settings | None, issuer: str) -> Kind:
+    """What a link is, told by its issuer: an x402 wallet; an agent OAuth token (the
+    configured OAuth issuer, unless the identity provider is the same issuer); otherwise a
+    dashboard session: the identity provider's links, and those of an issuer no setting
+    names (the operator's `admin link-identity` links identity-provider subjects, and a
+    provider replaced since leaves its links behind)."""
+    if issuer == WALLET_ISSUER:
+        return "wallet"
+    if settings is not None and issuer == settings.oauth_issuer != settings.idp_issuer:
+        return "oauth"
+    return "session"
+
+
+def view(
+    settings: Settings | None, link_id: str, issuer: str, subject: str, linked_at: datetime
+) -> dict[str, Any]:
+    return {
+        "id": link_id,
+        "kind": kind_of(settings, issuer),
+        "issuer": issuer,
+        "subject": subject,
+        "linked_at": clock.rfc3339(linked_at),
+    }
 
 
 def linked_account(session: Session, issuer: str, subject: str) -> str | None:
     return _LINKED.scalar(session, issuer=issuer, subject=subject)
 
 
-def link(session: Session, issuer: str, subject: str, account_id: str, *, now: datetime) -> str:
+def link(
+    session: Session,
+    issuer: str,
+    subject: str,
+    account_id: str,
+    *,
+    now: datetime,
+    settings: Settings | None = None,
+) -> str:
     """Link the identity to the account unless it is linked already; returns the account
-    the identity reaches afterwards (an earlier link wins)."""
-    _LINK.execute(
+    the identity reaches afterwards (an earlier link wins). A new link is announced to the
+    account in the same transaction; `settings` tells a session's issuer from an OAuth
+    token's for the event (kind_of), which a wallet's link does without."""
+    link_id = str(uuid.uuid4())
+    made = _LINK.one_or_none(
         session,
-        id=str(uuid.uuid4()),
+        id=link_id,
         issuer=issuer,
         subject=subject,
         account_id=account_id,
         linked_at=now,
     )
+    if made is not None:
+        data = view(settings, link_id, issuer, subject, now)
+        # The account's id as the subject: its identity events reach it in order.
+        webhooks.enqueue(session, account_id, IDENTITY_LINKED, account_id, data, now=now)
+        return account_id
     linked = linked_account(session, issuer, subject)
     assert linked is not None
     return linked
+
+
+def links_of(session: Session, settings: Settings, account_id: str) -> list[dict[str, Any]]:
+    """The account's links, oldest first."""
+    return [
+        view(settings, row.id, row.issuer, row.subject, row.linked_at)
+        for row in _OF_ACCOUNT.all(session, account_id=account_id)
+    ]
+
+
+def unlink(session: Session, account_id: str, link_id: str) -> None:
+    """Remove one of the account's own links; another account's is as unknown as none."""
+    if not _UNLINK.execute(session, id=link_id, account_id=account_id):
+        raise NotFound("This account has no identity link with that id.")
+
+
+def revoke_bearer_links(
+    session: Session, account_id: str, *, keep: tuple[str, str] | None = None
+) -> int:
+    """Remove the account's session and OAuth links, but `keep` (an (issuer, subject)),
+    and never a wallet's: a wallet is how its payments reach the account, and how its
+    holder recovers the key (accounts/wallet.py)."""
+    if keep is None:
+        return _REVOKE.execute(session, account_id=account_id, wallet_issuer=WALLET_ISSUER)
+    return _REVOKE_OTHERS.execute(
+        session,
+        account_id=account_id,
+        wallet_issuer=WALLET_ISSUER,
+        kept_issuer=keep[0],
+        kept_subject=keep[1],
+    )
 
 
 _spent = SpentToken.__table__

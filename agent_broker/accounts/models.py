@@ -29,8 +29,9 @@ class Account(Base):
 
 
 class IdentityLink(Base):
-    """An identity-provider subject that reaches an account through a dashboard session.
-    One identity reaches one account; an account may be reached by several identities."""
+    """An identity (issuer, subject) that reaches an account: a dashboard session's, an
+    agent OAuth token's or an x402 wallet's (accounts/identities.py tells them apart). One
+    identity reaches one account; an account may be reached by several identities."""
 
     __tablename__ = "identity_links"
     __table_args__ = (UniqueConstraint("issuer", "subject", name="uq_identity_links_identity"),)
@@ -55,6 +56,19 @@ class SpentToken(Base):
     spent_at: Mapped[datetime] = mapped_column(UTCDateTime())
     # The token's own expiry: after it (and the verifier's leeway) the row can go.
     expires_at: Mapped[datetime] = mapped_column(UTCDateTime(), index=True)
+
+
+class WalletChallenge(Base):
+    """A Sign-In with Ethereum message issued for wallet key recovery (accounts/wallet.py),
+    good for one recovery until it expires. Only its digest is kept: a recovery must
+    present the very text that was issued."""
+
+    __tablename__ = "wallet_challenges"
+
+    nonce: Mapped[str] = mapped_column(String(32), primary_key=True)
+    message_sha256: Mapped[str] = mapped_column(String(64))
+    expires_at: Mapped[datetime] = mapped_column(UTCDateTime(), index=True)
+    used_at: Mapped[datetime | None] = mapped_column(UTCDateTime(), nullable=True)
 
 
 class AccountRecord(Protocol):

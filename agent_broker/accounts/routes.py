@@ -5,7 +5,7 @@ from typing import Annotated
 from fastapi import Request, Response
 
 from agent_broker import clock
-from agent_broker.accounts import service
+from agent_broker.accounts import service, wallet
 from agent_broker.accounts.schemas import (
     AccountOut,
     AccountProfileOut,
@@ -14,6 +14,10 @@ from agent_broker.accounts.schemas import (
     RegisterAccountResponse,
     RegistrationReplay,
     RouteRequest,
+    WalletChallengeOut,
+    WalletChallengeRequest,
+    WalletRecovered,
+    WalletRecoverRequest,
 )
 from agent_broker.db.dispatch import db_bound
 from agent_broker.db.session import ReadSession, WriteSession
@@ -102,3 +106,42 @@ def put_route(
         agent_card_url=body.agent_card_url,
     )
     return Response(status_code=204)
+
+
+# Wallet key recovery (accounts/wallet.py): no key, since these are how a holder who lost
+# it gets back in; rate limited per source address (and per wallet).
+@router.post(
+    "/wallet/challenge",
+    response_model=WalletChallengeOut,
+    responses=problems(400, 429),
+    summary="A Sign-In with Ethereum message to sign with the paying wallet",
+)
+async def wallet_challenge(request: Request, body: WalletChallengeRequest) -> dict:
+    state = request.app.state
+    return await wallet.challenge(
+        state.db,
+        state.settings,
+        state.rate_limiter,
+        body.address,
+        source=client_ip(request),
+        now=clock.now(),
+    )
+
+
+@router.post(
+    "/wallet/recover",
+    response_model=WalletRecovered,
+    responses=problems(400, 404, 429),
+    summary="A new API key for the account the signing wallet pays for",
+)
+async def wallet_recover(request: Request, body: WalletRecoverRequest) -> dict:
+    state = request.app.state
+    return await wallet.recover(
+        state.db,
+        state.settings,
+        state.rate_limiter,
+        body.message,
+        body.signature,
+        source=client_ip(request),
+        now=clock.now(),
+    )

@@ -113,8 +113,40 @@ class ContactRequest(BaseModel):
 
 
 class RouteRequest(BaseModel):
-    deal_route: str = Field(description="Opaque https route base")
+    deal_route: str = Field(
+        description="Opaque https route base: no credentials, query or fragment"
+    )
     route_protocol_binding: ProtocolBinding | None = Field(
         default=None, description="JSONRPC, HTTP+JSON or {bindings_base}/webhook-v1"
     )
-    agent_card_url: str | None = None
+    agent_card_url: str | None = Field(
+        default=None,
+        description="https URL of the agent card document: no credentials, query, fragment "
+        "or trailing slash; the host a domain name (not localhost, not an IP address)",
+    )
+
+
+class WalletChallengeRequest(BaseModel):
+    address: str = Field(
+        max_length=42, description="The paying wallet: 0x and 40 hex digits (any case)"
+    )
+
+
+class WalletChallengeOut(BaseModel):
+    message: str = Field(
+        description="EIP-4361 Sign-In with Ethereum text: sign it as given (EIP-191 "
+        "personal_sign) with the wallet, once, before expires_at"
+    )
+    expires_at: Timestamp
+
+
+class WalletRecoverRequest(BaseModel):
+    message: str = Field(max_length=4096, description="The challenge's message, unchanged")
+    signature: str = Field(max_length=140, description="The wallet's signature, 0x and 130 hex")
+
+
+class WalletRecovered(BaseModel):
+    account_id: Uuid
+    api_key: str = Field(
+        description="The account's new key, shown this once; the old one is refused already"
+    )

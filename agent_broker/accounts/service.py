@@ -9,9 +9,10 @@ from datetime import datetime
 from sqlalchemy.orm import Session
 
 from agent_broker import clock
-from agent_broker.accounts import credentials, validation
+from agent_broker.accounts import credentials, identities, validation
 from agent_broker.accounts.models import Account, AccountRecord
 from agent_broker.accounts.profile import SetupRequirements, setup_requirements
+from agent_broker.certification import service as certification
 from agent_broker.config import Settings
 from agent_broker.domains import service as domains
 from agent_broker.http.rate_limits import RateLimiter
@@ -209,7 +210,14 @@ def set_route(
         raise InvalidInput(
             "route_protocol_binding must be one of: " + ", ".join(protocol_bindings(settings)) + "."
         )
-    card = validation.https_url(agent_card_url, "agent_card_url") if agent_card_url else None
+    card = (
+        validation.public_https_url(agent_card_url, "agent_card_url", document=True)
+        if agent_card_url
+        else None
+    )
+    if route != account.deal_route:
+        # A certification badge speaks for the route it checked: it goes with it, at once.
+        certification.restart_window(session, account.id)
     account.deal_route = route
     account.route_protocol_binding = binding
     account.agent_card_url = card
@@ -222,13 +230,24 @@ def disable_key(session: Session, account_id: str) -> None:
     session.flush()
 
 
-def rotate_key(session: Session, settings: Settings, account_id: str) -> dict:
+def rotate_key(
+    session: Session,
+    settings: Settings,
+    account_id: str,
+    *,
+    keep_identity: tuple[str, str] | None = None,
+) -> dict:
     """A new key, shown once; the old one fails 401 at once (its hash is replaced), and a
-    disabled account is active again. Balance, listings, deals and reputation are kept."""
+    disabled account is active again. Balance, listings, deals and reputation are kept.
+
+    The session and OAuth links go with the old key, but `keep_identity` (the session a
+    rotation is made with): one made with a leaked key stays no way in. Wallet links stay
+    (accounts/identities.py)."""
     account = get(session, account_id)
     api_key = credentials.new_api_key()
     account.api_key_hash = credentials.hash_api_key(settings, api_key)
     account.key_preview = credentials.key_preview(api_key)
     account.status = "active"
     session.flush()
+    identities.revoke_bearer_links(session, account_id, keep=keep_identity)
     return {"api_key": api_key, "key_preview": account.key_preview}

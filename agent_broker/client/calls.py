@@ -9,7 +9,13 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
-from agent_broker.accounts.schemas import AccountOut, AccountProfileOut, RegisterAccountResponse
+from agent_broker.accounts.schemas import (
+    AccountOut,
+    AccountProfileOut,
+    RegisterAccountResponse,
+    WalletChallengeOut,
+    WalletRecovered,
+)
 from agent_broker.client.errors import problem_of
 from agent_broker.deals.schemas import DealPackage
 from agent_broker.listings.schemas import FeedPage, ListingOut
@@ -32,7 +38,8 @@ class Call:
     keyed: bool = False  # takes an Idempotency-Key, made once per call and kept on retries
     needs_key: bool = True
     idempotency_key: str | None = None
-    keeps_key: bool = False  # the answer's api_key becomes the client's (registration)
+    # The answer's api_key becomes the client's (registration, wallet key recovery).
+    keeps_key: bool = False
 
     def headers(self, api_key: str | None) -> dict[str, str]:
         headers = {"Accept": "application/json"}
@@ -61,6 +68,24 @@ def register() -> Call:
         RegisterAccountResponse,
         json={"accepted_terms": True},
         keyed=True,
+        needs_key=False,
+        keeps_key=True,
+    )
+
+
+def wallet_challenge(address: str) -> Call:
+    body = {"address": address}
+    return Call(
+        "POST", "/v1/account/wallet/challenge", WalletChallengeOut, json=body, needs_key=False
+    )
+
+
+def wallet_recover(message: str, signature: str) -> Call:
+    return Call(
+        "POST",
+        "/v1/account/wallet/recover",
+        WalletRecovered,
+        json={"message": message, "signature": signature},
         needs_key=False,
         keeps_key=True,
     )

@@ -7,9 +7,17 @@ from typing import Any
 
 import httpx
 
+from agent_broker.client import calls
 from agent_broker.client.calls import Call
 from agent_broker.client.operations import Operations
-from agent_broker.client.payment import PAYMENT_REQUIRED, PAYMENT_SIGNATURE, payment_header
+from agent_broker.client.payment import (
+    PAYMENT_REQUIRED,
+    PAYMENT_SIGNATURE,
+    paid_timeout_seconds,
+    payment_header,
+    sign_in_signature,
+    wallet_address,
+)
 
 
 def response_body(response: httpx.Response) -> Any:
@@ -22,6 +30,8 @@ def response_body(response: httpx.Response) -> Any:
 
 
 class ClientCore(Operations):
+    _http: httpx.Client | httpx.AsyncClient
+
     def __init__(
         self, api_key: str | None, wallet: Any, backoff_seconds: float, owns_http: bool
     ) -> None:
@@ -43,6 +53,28 @@ class ClientCore(Operations):
 
     def _pay(self, response: httpx.Response) -> str:
         return payment_header(self._wallet, response.headers[PAYMENT_REQUIRED])
+
+    def _timeout(self, headers: dict[str, str]) -> Any:
+        """The client's timeouts, but a paid call waits for its answer longer than the
+        service may take to settle the payment (payment.paid_timeout_seconds)."""
+        if PAYMENT_SIGNATURE not in headers:
+            return httpx.USE_CLIENT_DEFAULT
+        configured = self._http.timeout
+        read = None if configured.read is None else max(configured.read, paid_timeout_seconds())
+        return httpx.Timeout(
+            connect=configured.connect, read=read, write=configured.write, pool=configured.pool
+        )
+
+    def _wallet_challenge(self) -> Call:
+        if self._wallet is None:
+            raise ValueError("recovering a key needs the wallet: Client(..., wallet=KEY)")
+        return calls.wallet_challenge(wallet_address(self._wallet))
+
+    def _wallet_recovery(self, message: str, domain: str | None) -> Call:
+        """The recovery of the account's key with the challenge `message` signed, once seen
+        to be for `domain` (by default the client's base URL's host and port)."""
+        expected = domain or self._http.base_url.netloc.decode()
+        return calls.wallet_recover(message, sign_in_signature(self._wallet, message, expected))
 
     def _answer(self, call: Call, response: httpx.Response) -> Any:
         body = response_body(response)

@@ -54,7 +54,20 @@ class Client(ClientCore):
             time.sleep(self._backoff * 2 ** (attempt - 1))
         raise AssertionError("unreachable")
 
+    def recover_wallet_key(self, *, domain: str | None = None) -> Any:
+        """A new key for the account the client's wallet pays for (x402), by signing the
+        service's Sign-In with Ethereum challenge; the client keeps it, and the old key is
+        refused from then on. `domain`: the service's public host and port as its messages
+        name them, if not the base URL's."""
+        challenge = self._run(self._wallet_challenge())
+        return self._run(self._wallet_recovery(challenge.message, domain))
+
     def _send(self, call: Call, headers: dict[str, str]) -> httpx.Response:
         return self._http.request(
-            call.method, call.path, params=call.params or None, json=call.json, headers=headers
+            call.method,
+            call.path,
+            params=call.params or None,
+            json=call.json,
+            headers=headers,
+            timeout=self._timeout(headers),
         )

@@ -120,7 +120,13 @@ def _by_identity(
         raise Unauthorized("The account this identity is linked to no longer exists.")
     if identity.via is CredentialKind.oauth and account.status != "active":
         raise ApiKeyDisabled("This account is disabled; its OAuth tokens are refused too.")
-    return Caller(account=account, via=identity.via, scopes=identity.scopes, token=identity.token)
+    return Caller(
+        account=account,
+        via=identity.via,
+        scopes=identity.scopes,
+        token=identity.token,
+        identity=(identity.issuer, identity.subject),
+    )
 
 
 def _by_payment(session: Session, paid: Settlement) -> Caller:

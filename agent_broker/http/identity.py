@@ -117,9 +117,12 @@ async def _link_once(request: Request, identity: Identity, presented: str) -> No
 
 
 def _link(request: Request, session: Session, identity: Identity, presented: str) -> None:
-    account = credentials.account_for_key(session, request.app.state.settings, presented)
+    settings = request.app.state.settings
+    account = credentials.account_for_key(session, settings, presented)
     if account is None:
         raise Unauthorized("The API key is not recognised.")
     if account.status != "active":
         raise ApiKeyDisabled()  # a disabled key proves nothing, not even to link
-    identities.link(session, identity.issuer, identity.subject, account.id, now=clock.now())
+    identities.link(
+        session, identity.issuer, identity.subject, account.id, now=clock.now(), settings=settings
+    )

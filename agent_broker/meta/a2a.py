@@ -6,7 +6,11 @@ where the machine-readable documents are). Marketplace actions stay REST (and MC
 The SDK checks the A2A-Version header (absent means 0.3) only after it has routed the
 method and parsed its parameters, so a 0.3 request would get "method not found" instead;
 the dispatcher below answers every request that is not 1.x with VersionNotSupportedError
-(-32009) first."""
+(-32009) first.
+
+The route itself is declared with the other meta routes (agent_broker.meta.routes), so
+/openapi.json lists it; the SDK still reads the body and writes every answer: a JSON-RPC
+response with HTTP 200, errors included."""
 
 from __future__ import annotations
 
@@ -24,9 +28,45 @@ from a2a.utils.errors import UnsupportedOperationError, VersionNotSupportedError
 from packaging.version import InvalidVersion, Version
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
 
-PATH = "/a2a"
+from agent_broker.meta.schemas import JsonRpcRequest
+
+# How /openapi.json describes what FastAPI does not read itself: the version header and
+# the JSON-RPC body.
+OPENAPI_EXTRA: dict[str, Any] = {
+    "parameters": [
+        {
+            "name": VERSION_HEADER,
+            "in": "header",
+            "required": False,
+            "schema": {"type": "string"},
+            "example": "1.0",
+            "description": "The A2A version spoken: 1.x is served; absent means 0.3, which "
+            "is answered with error -32009 (version not supported), as is any other version",
+        }
+    ],
+    "requestBody": {
+        "required": True,
+        "description": "A JSON-RPC 2.0 request (batches are not supported)",
+        "content": {
+            "application/json": {
+                "schema": JsonRpcRequest.model_json_schema(),
+                "example": {
+                    "jsonrpc": "2.0",
+                    "id": 1,
+                    "method": "SendMessage",
+                    "params": {
+                        "message": {
+                            "messageId": "m-1",
+                            "role": "ROLE_USER",
+                            "parts": [{"text": "How do I start trading here?"}],
+                        }
+                    },
+                },
+            }
+        },
+    },
+}
 
 
 class OnboardingExecutor(AgentExecutor):
@@ -67,8 +107,8 @@ class VersionFirstDispatcher(JsonRpcDispatcher):
         return JSONResponse(build_error_response(await _request_id(request), refusal))
 
 
-def a2a_endpoint(card: dict[str, Any], guide: str) -> Route:
-    """The POST /a2a route. Its handler is never closed: closing drains tasks still
+def a2a_dispatcher(card: dict[str, Any], guide: str) -> JsonRpcDispatcher:
+    """What answers POST /a2a. Its handler is never closed: closing drains tasks still
     running, and an onboarding reply is immediate, so none ever is (and a closed handler
     refuses every later request, as a restarted app's would)."""
     handler = DefaultRequestHandler(
@@ -76,5 +116,4 @@ def a2a_endpoint(card: dict[str, Any], guide: str) -> Route:
         task_store=InMemoryTaskStore(),
         agent_card=parse_agent_card(card),
     )
-    dispatcher = VersionFirstDispatcher(request_handler=handler)
-    return Route(PATH, endpoint=dispatcher.handle_requests, methods=["POST"])
+    return VersionFirstDispatcher(request_handler=handler)

@@ -1,14 +1,15 @@
 from __future__ import annotations
 
-from fastapi import Request
+from fastapi import Request, Response
 
 from agent_broker import RELEASE_TAG, clock
 from agent_broker.db.dispatch import db_bound
 from agent_broker.db.session import ReadSession
+from agent_broker.http.responses import problems
 from agent_broker.http.routing import broker_router
-from agent_broker.meta import service
+from agent_broker.meta import a2a, service
 from agent_broker.meta.build import fingerprint
-from agent_broker.meta.schemas import Health, Stats, Status, Version
+from agent_broker.meta.schemas import Health, JsonRpcResponse, Stats, Status, Version
 
 router = broker_router(tags=["meta"])
 
@@ -24,6 +25,23 @@ def _cache(request: Request) -> service.DocumentCache:
 @router.get("/a2a/health", response_model=Health, summary="Health, beside the A2A endpoint")
 async def health() -> dict:
     return {"status": "ok", "build": fingerprint()}
+
+
+@router.post(
+    "/a2a",
+    summary="A2A 1.0 over JSON-RPC 2.0: the onboarding skill (no key, free)",
+    description="SendMessage is answered with one message whose one text part is the "
+    "onboarding guide; marketplace actions stay REST. Every JSON-RPC answer, error or not, "
+    "comes with HTTP 200. The agent card (/.well-known/agent-card.json) describes the agent.",
+    responses={
+        200: {"model": JsonRpcResponse, "description": "A JSON-RPC 2.0 response"},
+        # The body guard's refusals (a NUL in the body, JSON nested too deep).
+        **problems(400),
+    },
+    openapi_extra=a2a.OPENAPI_EXTRA,
+)
+async def a2a_rpc(request: Request) -> Response:
+    return await request.app.state.a2a.handle_requests(request)
 
 
 @router.get("/version", response_model=Version)

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
-from agent_broker.http.responses import Day, Timestamp, Uri
+from agent_broker.http.responses import Day, Timestamp, Uri, omitted_when_unset
 
 ComponentState = Literal[
     "operational", "degraded_performance", "partial_outage", "major_outage", "no_data"
@@ -95,3 +95,61 @@ class Stats(BaseModel):
     )
     median_seal_min_deals: int
     live_listings: LiveListings
+
+
+# POST /a2a (agent_broker.meta.a2a). The a2a-sdk reads and answers the body itself; these
+# models only describe it in /openapi.json.
+A2aMethod = Literal[
+    "SendMessage",
+    "SendStreamingMessage",
+    "GetTask",
+    "ListTasks",
+    "CancelTask",
+    "SubscribeToTask",
+    "GetExtendedAgentCard",
+    "CreateTaskPushNotificationConfig",
+    "GetTaskPushNotificationConfig",
+    "ListTaskPushNotificationConfigs",
+    "DeleteTaskPushNotificationConfig",
+]
+
+
+class JsonRpcRequest(BaseModel):
+    """A JSON-RPC 2.0 request naming an A2A 1.0 method."""
+
+    model_config = ConfigDict(extra="forbid")  # the SDK refuses other members (-32600)
+    jsonrpc: Literal["2.0"]
+    id: str | int | None = Field(
+        default=None, description="Echoed in the answer (null there when omitted)"
+    )
+    method: A2aMethod = Field(
+        description="SendMessage is answered with the onboarding guide; the streaming and "
+        "push-notification methods and GetExtendedAgentCard answer an error, as the agent "
+        "card declares them unsupported; any other name answers -32601"
+    )
+    params: dict[str, Any] = Field(
+        default_factory=dict,
+        description="The method's parameters as A2A 1.0 defines them; SendMessage: "
+        '{"message": {"messageId", "role": "ROLE_USER", "parts": [{"text"}]}}',
+    )
+
+
+class JsonRpcError(BaseModel):
+    code: int = Field(
+        description="-32700 unreadable JSON, -32600 not a JSON-RPC request, -32601 unknown "
+        "method, -32602 invalid params, -32001 task not found, -32003 push notifications not "
+        "supported, -32004 unsupported operation, -32009 A2A version not supported"
+    )
+    message: str
+    data: Any = omitted_when_unset(description="Details (google.rpc.ErrorInfo entries)")
+
+
+class JsonRpcResponse(BaseModel):
+    """A JSON-RPC 2.0 response: `result` on success, `error` otherwise."""
+
+    jsonrpc: Literal["2.0"]
+    id: str | int | None = Field(description="The request's id; null when it could not be read")
+    result: dict[str, Any] | None = omitted_when_unset(
+        description="The method's result (SendMessage: {message}; ListTasks: {tasks, ...})"
+    )
+    error: JsonRpcError | None = omitted_when_unset(description="In place of result on failure")

@@ -2,11 +2,21 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from agent_broker.payments.packs import Chain, Processor
+from agent_broker.payments.packs import PACK_BOUNDS, Chain, Processor
+
+# The widest bounds any processor takes; each processor's own are checked by the service
+# (agent_broker.payments.packs), whose refusal names them, so the schema only declares them.
+_PACKS_LOW = min(low for low, _ in PACK_BOUNDS.values())
+_PACKS_HIGH = max(high for _, high in PACK_BOUNDS.values())
 
 
 class CreateInvoiceRequest(BaseModel):
-    pack_count: int = Field(description="Credit packs of 1,000 credits (500,000 µUSD) each")
+    pack_count: int = Field(
+        description="Credit packs of 1,000 credits (500,000 µUSD) each: "
+        + ", ".join(f"{low} to {high} for {name}" for name, (low, high) in PACK_BOUNDS.items())
+        + "; processor_b raises a smaller count to its chain's minimum",
+        json_schema_extra={"minimum": _PACKS_LOW, "maximum": _PACKS_HIGH},
+    )
     processor: Processor | None = Field(
         default=None, description="Required on production; elsewhere omitted gives a stub"
     )

@@ -6,7 +6,11 @@ from agent_broker.http.responses import Uri
 
 
 class WebhookRequest(BaseModel):
-    url: str = Field(max_length=2048, description="https URL the events are POSTed to")
+    url: str = Field(
+        max_length=2048,
+        description="https URL the events are POSTed to: no credentials, query or fragment; "
+        "the host a domain name (not localhost, not an IP address)",
+    )
 
 
 class WebhookOut(BaseModel):

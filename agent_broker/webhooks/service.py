@@ -15,14 +15,13 @@ import secrets
 import uuid
 from datetime import datetime
 from typing import Any
-from urllib.parse import urlsplit
 
 from sqlalchemy import bindparam, delete, insert, select
 from sqlalchemy.orm import Session
 
 from agent_broker import clock
+from agent_broker.accounts.validation import public_https_url
 from agent_broker.db.prepared import Prepared, dialect_insert, saves_round_trips
-from agent_broker.problems import InvalidInput
 from agent_broker.webhooks.models import WebhookEndpoint, WebhookEvent
 
 EVENT_TYPES = (
@@ -33,8 +32,8 @@ EVENT_TYPES = (
     "deal.sealed",
     "deal.rated",
     "deal.disputed",
+    "account.identity_linked",
 )
-MAX_URL = 2048
 
 _endpoints = WebhookEndpoint.__table__
 _events = WebhookEvent.__table__
@@ -93,20 +92,14 @@ def new_secret() -> str:
     return "whsec_" + base64.b64encode(secrets.token_bytes(32)).decode()
 
 
-def checked_url(url: str) -> str:
-    """An https URL with a host; where it resolves is checked at each delivery."""
-    parts = urlsplit(url.strip())
-    if len(url) > MAX_URL or parts.scheme != "https" or not parts.hostname:
-        raise InvalidInput("url must be an https URL with a host, at most 2,048 characters.")
-    return url.strip()
-
-
 def set_endpoint(session: Session, account_id: str, url: str, *, now: datetime) -> dict:
+    # The rules of a deal route, and a host that is a domain name other than localhost
+    # (agent_broker.accounts.validation): refused here, once, rather than retried at every
+    # delivery. Where the name resolves is checked at each delivery.
+    checked = public_https_url(url, "url")
     secret = new_secret()
-    _SET_ENDPOINT.execute(
-        session, account_id=account_id, url=checked_url(url), secret=secret, now=now
-    )
-    return {"url": url.strip(), "secret": secret}
+    _SET_ENDPOINT.execute(session, account_id=account_id, url=checked, secret=secret, now=now)
+    return {"url": checked, "secret": secret}
 
 
 def delete_endpoint(session: Session, account_id: str) -> None:

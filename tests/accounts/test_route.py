@@ -92,6 +92,8 @@ def test_https_route_bases_are_accepted(client, route):
         {"deal_route": "https://user@agents.dev/deals/"},
         {"deal_route": "https://agents.dev/deals/?token=abc"},
         {"deal_route": "https://agents.dev/deals/#frag"},
+        {"deal_route": "https://agents.dev/deals/?"},
+        {"deal_route": "https://agents.dev/deals/#"},
         {"deal_route": None},
         {"deal_route": 42},
         {},
@@ -107,6 +109,8 @@ def test_https_route_bases_are_accepted(client, route):
         "userinfo-user",
         "query",
         "fragment",
+        "empty-query",
+        "empty-fragment",
         "null",
         "number",
         "missing",
@@ -227,6 +231,74 @@ def test_agent_card_url_that_is_not_a_uri_is_400(client, card):
     response = _put(client, agent, deal_route="https://agents.dev/deals/", agent_card_url=card)
 
     assert_problem(response, 400, "invalid_input")
+    assert _declaration(client, agent) == (None, None, None)
+
+
+@pytest.mark.parametrize(
+    "card",
+    [
+        CARD,
+        "https://agents.dev/agent-card.json",
+        "https://Agents.DEV:8443/cards/seller",
+        "https://card.route.agents.dev/v2/card.json",
+        "https://bücher.de/.well-known/agent-card.json",
+        "https://agents.dev./.well-known/agent-card.json",
+        "https://localhost-agents.dev/card.json",
+        "https://agents.localhost.dev/card.json",
+        "https://127.0.0.1.agents.dev/card.json",
+        "https://0x7f.agents.dev/card.json",
+    ],
+)
+def test_agent_card_urls_naming_a_document_on_a_domain_are_accepted(client, card):
+    agent = register(client)
+
+    response = _put(client, agent, deal_route="https://agents.dev/deals/", agent_card_url=card)
+
+    assert response.status_code == 204, response.text
+    assert _declaration(client, agent) == ("https://agents.dev/deals/", None, card)
+
+
+@pytest.mark.parametrize(
+    ("card", "named"),
+    [
+        ("https://agents.dev/card.json?v=2", "query"),
+        ("https://agents.dev/card.json?", "query"),
+        ("https://agents.dev/card.json#me", "fragment"),
+        ("https://agents.dev/card.json#", "fragment"),
+        ("https://agents.dev/.well-known/", "slash"),
+        ("https://agents.dev/", "slash"),
+        ("https://agents.dev", "slash"),
+        ("http://agents.dev/card.json", "https"),
+        ("HTTP://agents.dev/card.json", "https"),
+        ("https://user:pw@agents.dev/card.json", "credentials"),
+        ("https://localhost/card.json", "localhost"),
+        ("https://LocalHost/card.json", "localhost"),
+        ("https://localhost./card.json", "localhost"),
+        ("https://agent.localhost/card.json", "localhost"),
+        ("https://a.b.LOCALHOST/card.json", "localhost"),
+        ("https://ｌｏｃａｌｈｏｓｔ/card.json", "localhost"),
+        ("https://127.0.0.1/card.json", "IP address"),
+        ("https://93.184.216.34:8443/card.json", "IP address"),
+        ("https://[::1]/card.json", "IP address"),
+        ("https://[2606:4700::6810:84e5]/card.json", "IP address"),
+        ("https://[::ffff:127.0.0.1]/card.json", "IP address"),
+        ("https://2130706433/card.json", "IP address"),
+        ("https://0x7f.1/card.json", "IP address"),
+        ("https://0x7f000001/card.json", "IP address"),
+        ("https://0177.0.0.1/card.json", "IP address"),
+        ("https://127.1/card.json", "IP address"),
+        ("https://1.2.3.4./card.json", "IP address"),
+        ("https://１２７.０.０.１/card.json", "IP address"),
+        ("https://%31%32%37.0.0.1/card.json", "not a valid domain name"),
+    ],
+)
+def test_agent_card_url_refusals_name_what_was_wrong(client, card, named):
+    agent = register(client)
+
+    response = _put(client, agent, deal_route="https://agents.dev/deals/", agent_card_url=card)
+
+    body = assert_problem(response, 400, "invalid_input")
+    assert "agent_card_url" in body["detail"] and named in body["detail"], body["detail"]
     assert _declaration(client, agent) == (None, None, None)
 
 

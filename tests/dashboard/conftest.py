@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import json
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -54,6 +55,20 @@ def idp_settings(jwks_url: str) -> dict[str, str]:
     return {"idp_issuer": ISSUER, "idp_audience": AUDIENCE, "idp_jwks_url": jwks_url}
 
 
+# Agent OAuth tokens, signed by the same test key (their key set is the same file).
+OAUTH_ISSUER = "https://auth.agents.test/"
+OAUTH_AUDIENCE = "agent-broker-api"
+ATTESTATION = "/v1/account/reputation/attestation"  # a route taking an OAuth token
+
+
+def oauth_settings(jwks_url: str) -> dict[str, str]:
+    return {
+        "oauth_issuer": OAUTH_ISSUER,
+        "oauth_audience": OAUTH_AUDIENCE,
+        "oauth_jwks_url": jwks_url,
+    }
+
+
 @pytest.fixture
 def app(make_app: Callable[..., FastAPI], jwks_path: Path) -> FastAPI:
     return make_app(**idp_settings(f"file://{jwks_path}"))
@@ -95,6 +110,17 @@ def unsigned(payload: dict[str, Any], **header: Any) -> str:
 def session_token(idp_key: jwk.RSAKey) -> Callable[..., str]:
     def make(sub: str | None = "operator-1", **claim_overrides: Any) -> str:
         return sign(claims(sub, **claim_overrides), idp_key)
+
+    return make
+
+
+@pytest.fixture
+def oauth_token(idp_key: jwk.RSAKey) -> Callable[..., str]:
+    """An agent OAuth access token (scope `read`, a fresh jti) for `sub`."""
+
+    def make(sub: str = "agent-1", scope: str = "read") -> str:
+        values = {"iss": OAUTH_ISSUER, "aud": OAUTH_AUDIENCE, "jti": str(uuid.uuid4())}
+        return sign(claims(sub, scope=scope, **values), idp_key)
 
     return make
 

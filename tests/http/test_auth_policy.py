@@ -40,6 +40,8 @@ KEY_OR_SESSION = {
     ("POST", "/dashboard/keys"),
     ("POST", "/dashboard/keys/rotate"),
     ("POST", "/dashboard/credits"),
+    ("GET", "/dashboard/identities"),
+    ("DELETE", "/dashboard/identities/{link_id}"),
 }
 KEY_OR_OAUTH = {
     ("POST", "/v1/account/reputation/attestation"),
@@ -48,6 +50,9 @@ KEY_OR_OAUTH = {
 NO_AUTH_V1 = {
     ("GET", "/dashboard/pay/{address}"),
     ("POST", "/v1/account/register"),
+    # Wallet key recovery: how a holder who lost the key gets back in.
+    ("POST", "/v1/account/wallet/challenge"),
+    ("POST", "/v1/account/wallet/recover"),
     ("GET", "/v1/reputation/{handle}"),
     ("GET", "/v1/ledger/verify"),
     # A2A 0.3 surfaces: 501 a2a_version_not_supported to anyone.

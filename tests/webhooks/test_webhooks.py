@@ -16,8 +16,8 @@ from standardwebhooks import Webhook
 
 from agent_broker import clock
 from agent_broker.jobs.runner import run_job
-from agent_broker.webhooks.models import WebhookEvent
-from tests.helpers import assert_problem, new_key
+from agent_broker.webhooks.models import WebhookEndpoint, WebhookEvent
+from tests.helpers import assert_problem, new_key, register
 from tests.threads.conftest import close, offer, open_thread, trader
 from tests.tls_server import Answer
 
@@ -70,6 +70,52 @@ def test_setting_and_removing_the_endpoint(client, market):
     assert_problem(bad, 400, "invalid_input")
     assert client.delete("/v1/account/webhook", headers=market.poster.headers).status_code == 204
     assert_problem(client.put("/v1/account/webhook", json={"url": "x"}), 401, "unauthorized")
+
+
+@pytest.mark.parametrize(
+    ("url", "named"),
+    [
+        ("https://user:pw@agents.dev/hook", "credentials"),
+        ("https://user@agents.dev/hook", "credentials"),
+        ("http://agents.dev/hook", "https"),
+        ("ftp://agents.dev/hook", "https"),
+        ("agents.dev/hook", "https"),
+        ("https:///hook", "host"),
+        ("https://agents.dev/hook?token=abc", "query"),
+        ("https://agents.dev/hook#events", "fragment"),
+        ("https://localhost/hook", "localhost"),
+        ("https://events.localhost/hook", "localhost"),
+        ("https://127.0.0.1/hook", "IP address"),
+        ("https://10.0.0.7:8443/hook", "IP address"),
+        ("https://[::1]/hook", "IP address"),
+        ("https://2130706433/hook", "IP address"),
+        ("https://0x7f.1/hook", "IP address"),
+        ("https://agents.dev:0/hook", "port"),
+        ("https://agents.dev/" + "h" * 2048, "2048"),
+    ],
+)
+def test_an_endpoint_that_is_not_a_public_https_url_is_refused(app, client, url, named):
+    agent = register(client)
+
+    response = client.put("/v1/account/webhook", json={"url": url}, headers=agent.headers)
+
+    body = assert_problem(response, 400, "invalid_input")
+    assert named in body["detail"], body["detail"]
+    with app.state.db.reader() as session:
+        assert session.get(WebhookEndpoint, agent.account_id) is None
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["https://agents.dev/hook", "https://events.agents.dev:8443/v1/in/", "https://agents.dev"],
+)
+def test_a_public_https_endpoint_is_accepted_as_sent(client, url):
+    agent = register(client)
+
+    response = client.put("/v1/account/webhook", json={"url": url}, headers=agent.headers)
+
+    assert response.status_code == 200, response.text
+    assert response.json()["url"] == url
 
 
 def test_a_deal_s_events_reach_both_sides_signed(app, client, challenge_server, market):

@@ -53,7 +53,6 @@ from agent_broker.problems import ApiKeyDisabled, Problem, Reason
 
 log = structlog.get_logger("agent_broker.payments.x402")
 
-WALLET_ISSUER = identities.WALLET_ISSUER
 
 _payments = X402Payment.__table__
 _CLAIM = inserting_unless_taken(_payments, returning=_payments.c.id)
@@ -151,7 +150,7 @@ class Settlement:
 
 
 def _check_wallet(session: Session, payer: str) -> None:
-    account_id = identities.linked_account(session, WALLET_ISSUER, payer)
+    account_id = identities.linked_account(session, identities.WALLET_ISSUER, payer)
     if account_id is None:
         return
     account = credentials.account_by_id(session, account_id)
@@ -204,13 +203,13 @@ def _credit(
     *,
     now: datetime,
 ) -> tuple[str, str | None]:
-    account_id = identities.linked_account(session, WALLET_ISSUER, presented.payer)
+    account_id = identities.linked_account(session, identities.WALLET_ISSUER, presented.payer)
     new_key = None
     if account_id is None:
         opened = accounts.open_account(session, settings, now=now)
         account_id, new_key = opened.account_id, opened.api_key
         if (
-            identities.link(session, WALLET_ISSUER, presented.payer, account_id, now=now)
+            identities.link(session, identities.WALLET_ISSUER, presented.payer, account_id, now=now)
             != account_id
         ):
             raise _LostRace()
@@ -250,12 +249,19 @@ async def _refused(db: Database, claim_id: str, reason: str, message: str) -> Ex
     return PaymentRefused(reason, message)
 
 
+def _payer_mismatch(presented: Presented, payer: str | None) -> str:
+    """Why a facilitator's payer is not the authorization's `from`, or "" if it is."""
+    if (payer or "").lower() == presented.payer:
+        return ""
+    return f"payer {payer or 'not named'} is not the authorization's {presented.payer}"
+
+
 def _mismatch(presented: Presented, payer: str | None, network: str, amount: str | None) -> str:
     """What a facilitator's answer names otherwise than the offer, or "" if nothing."""
     wanted_network = str(presented.requirements.network)
     wanted_amount = str(presented.tier.amount_micro)
-    if (payer or "").lower() != presented.payer:
-        return f"payer {payer or 'not named'} is not the authorization's {presented.payer}"
+    if why := _payer_mismatch(presented, payer):
+        return why
     if network != wanted_network:
         return f"network {network or 'not named'} is not the offer's {wanted_network}"
     if amount is not None and amount != wanted_amount:
@@ -323,8 +329,7 @@ async def settle(
             verified.invalid_reason or "invalid_payment",
             verified.invalid_message or "The facilitator refused the payment.",
         )
-    if (verified.payer or "").lower() != presented.payer:
-        why = f"payer {verified.payer or 'not named'} is not the authorization's {presented.payer}"
+    if why := _payer_mismatch(presented, verified.payer):
         raise await _kept_as_mismatch(db, claim_id, "verify", why, "")
     try:
         # One more settle on "settlement_pending", as x402's own resource servers do: the

@@ -15,16 +15,16 @@ from agent_broker.accounts.credentials import handle_for
 from agent_broker.accounts.dashboard import router as dashboard_router
 from agent_broker.accounts.routes import router as accounts_router
 from agent_broker.accounts.service import protocol_bindings
+from agent_broker.auth.seam import Authenticator
 from agent_broker.certification.routes import router as certification_router
 from agent_broker.config import Settings
 from agent_broker.db.engine import create_database, jobs_database
 from agent_broker.deals.routes import router as deals_router
 from agent_broker.domains.routes import router as domains_router
-from agent_broker.http.auth import security_requirements
 from agent_broker.http.body import BodyGuardMiddleware
-from agent_broker.http.identity import SECURITY_SCHEMES
 from agent_broker.http.jwt_bearer import JwtVerifier, KeySetSource
 from agent_broker.http.outbound import OutboundClient, OutboundPolicy
+from agent_broker.http.policy import SECURITY_SCHEMES, security_requirements
 from agent_broker.http.rate_limits import RateLimiter
 from agent_broker.http.request_id import RequestContextMiddleware, RequestObserver
 from agent_broker.http.responses import finish_document
@@ -37,6 +37,8 @@ from agent_broker.logging import configure as configure_logging
 from agent_broker.market.routes import router as market_router
 from agent_broker.mcp_tools.server import mount as mount_mcp
 from agent_broker.mcp_tools.server import running as running_mcp
+from agent_broker.membership.routes import router as membership_router
+from agent_broker.membership.webhook_routes import router as webhooks_account_router
 from agent_broker.meta.a2a import a2a_dispatcher
 from agent_broker.meta.agent_card import card_body
 from agent_broker.meta.discovery import llms_txt
@@ -46,23 +48,25 @@ from agent_broker.meta.routes import router as meta_router
 from agent_broker.meta.well_known import router as discovery_router
 from agent_broker.payments.routes import dashboard as payments_dashboard_router
 from agent_broker.payments.routes import webhooks as webhooks_router
-from agent_broker.payments.x402.gate import X402
+from agent_broker.payments.x402.gate import X402, X402Payments
 from agent_broker.payments.x402.manifest import payable_operations
 from agent_broker.payments.x402.receipts import ReceiptMiddleware
 from agent_broker.payments.x402.routes import router as x402_router
+from agent_broker.payments.x402.wallet_routes import router as wallet_router
 from agent_broker.problems import install_handlers
 from agent_broker.reputation.routes import router as reputation_router
 from agent_broker.threads.routes import router as threads_router
 from agent_broker.tokens.keys import card_signer_for
 from agent_broker.tokens.routes import router as tokens_router
-from agent_broker.webhooks.routes import router as webhooks_account_router
 
 # Every feature's routes, in the order they are matched: the trading routes first, since
 # a request is matched against each route before its own (no two routers' paths overlap).
 ROUTERS = (
     listings_router,
     threads_router,
+    membership_router,
     accounts_router,
+    wallet_router,
     domains_router,
     certification_router,
     webhooks_account_router,
@@ -170,6 +174,11 @@ def create_app(settings: Settings | None = None, *, run_jobs: bool | None = None
     app.state.rate_limiter = RateLimiter(settings)
     app.state.outbound = OutboundClient(OutboundPolicy.from_settings(settings))
     app.state.x402 = X402.from_settings(settings)
+    # Routes declare policies (agent_broker.http.policy); this resolves their callers, with
+    # x402 as the payment scheme of the metered routes when payments are on.
+    app.state.authenticator = Authenticator(
+        settings, X402Payments() if app.state.x402 is not None else None
+    )
     # A configured card key is checked now; the development one is made on first use.
     app.state.card_signer = card_signer_for(settings) if settings.card_signing_key else None
     app.state.agent_card = None  # signed on first request (agent_broker.meta.well_known)

@@ -69,7 +69,7 @@ def _open_database(settings: Settings) -> Database:
     from sqlalchemy.exc import OperationalError
 
     from agent_broker.db.engine import create_database
-    from agent_broker.db.migrate import is_migrated
+    from agent_broker.migrations.migrate import is_migrated
 
     db = create_database(settings, work="jobs")
     try:
@@ -134,7 +134,7 @@ def serve(
     """Serve the API (migrating the database first)."""
     import uvicorn
 
-    from agent_broker.db.migrate import upgrade
+    from agent_broker.migrations.migrate import upgrade
 
     settings = _settings()
     if not no_migrate:
@@ -182,7 +182,7 @@ def mcp() -> None:
 @db_app.command("upgrade")
 def db_upgrade(revision: str = typer.Argument("head")) -> None:
     """Apply migrations."""
-    from agent_broker.db.migrate import upgrade
+    from agent_broker.migrations.migrate import upgrade
 
     upgrade(_settings().database_url, revision)
     typer.echo("database is up to date")

@@ -11,7 +11,35 @@ from typing import Literal
 from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from agent_broker.ledger.pricing import DOMAIN_GRANT_MICRO
+from agent_broker.pricing import DOMAIN_GRANT_MICRO
+
+
+def parse_resolve(spec: str) -> dict[str, tuple[str, int | None]]:
+    """`host=address[:port]`, comma-separated; an IPv6 address with a port is bracketed."""
+    overrides: dict[str, tuple[str, int | None]] = {}
+    for item in (part.strip() for part in spec.split(",")):
+        if not item:
+            continue
+        host, sep, target = item.partition("=")
+        host, target = host.strip().lower().rstrip("."), target.strip()
+        if not sep or not host or not target:
+            raise ValueError(f"{item!r} is not host=address[:port]")
+        port: int | None = None
+        if target.startswith("["):
+            address, _, rest = target[1:].partition("]")
+            if rest:
+                port = int(rest.removeprefix(":"))
+        elif target.count(":") == 1:
+            address, port_text = target.split(":")
+            port = int(port_text)
+        else:
+            address = target
+        ipaddress.ip_address(address)  # ValueError when it is not an address
+        if port is not None and not 0 < port < 65536:
+            raise ValueError(f"{item!r} has a port out of range")
+        overrides[host] = (address, port)
+    return overrides
+
 
 DEV_KEY_HASH_SECRET = "development-only-key-hash-secret-change-me"
 
@@ -227,8 +255,6 @@ class Settings(BaseSettings):
 
     @model_validator(mode="after")
     def _check_outbound_resolve(self) -> Settings:
-        from agent_broker.http.outbound import parse_resolve
-
         try:
             parse_resolve(self.outbound_resolve)
         except ValueError as exc:

@@ -274,3 +274,14 @@ def install_handlers(app: FastAPI) -> None:
         log.error("unhandled_exception", path=request.url.path, error_type=type(exc).__name__)
         err = InternalError()
         return problem_response(request, err.status, err.reason.value, err.detail)
+
+
+# Sealing needs both deal routes; a domain proof asks for one too (domains/proof.py).
+class MissingDealRouteSelf(Problem):
+    status, reason = 409, Reason.missing_deal_route_self
+    default_detail = "Declare your deal route (PUT /v1/account/route) before sealing."
+
+
+class MissingDealRouteCounterparty(Problem):
+    status, reason = 409, Reason.missing_deal_route_counterparty
+    default_detail = "The other party has no deal route declared, so the deal cannot seal."

@@ -64,8 +64,8 @@ def measure(runs: int = 30, *, verbose: bool = False) -> tuple[float, float]:
     from agent_broker import clock
     from agent_broker.config import Settings
     from agent_broker.db.engine import create_database
-    from agent_broker.db.migrate import upgrade
     from agent_broker.listings.service import FeedQuery, feed
+    from agent_broker.migrations.migrate import upgrade
 
     with tempfile.TemporaryDirectory() as folder:
         url = f"sqlite:///{Path(folder) / 'search.db'}"

@@ -10,14 +10,15 @@ from datetime import timedelta
 
 from agent_broker import clock
 from agent_broker.accounts.models import Account
-from agent_broker.accounts.service import register, set_contact, set_route
+from agent_broker.accounts.service import set_contact
 from agent_broker.config import Settings
 from agent_broker.db.engine import create_database
 from agent_broker.http.rate_limits import RateLimiter
 from agent_broker.ledger import books
-from agent_broker.ledger.pricing import POSTING_FEE_MICRO
 from agent_broker.ledger.service import credit
 from agent_broker.listings.models import Listing
+from agent_broker.membership.service import register, set_route
+from agent_broker.pricing import POSTING_FEE_MICRO
 
 CATEGORIES = ("data_processing", "translation", "code_generation", "research", "web_scraping")
 BODY = "Reliable service with clear terms. " * 20

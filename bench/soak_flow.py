@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import secrets
 
-from agent_broker.ledger.pricing import POSTING_FEE_MICRO
+from agent_broker.pricing import POSTING_FEE_MICRO
 from bench.soak_accounts import (
     CONTACT,
     REGISTER,

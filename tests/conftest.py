@@ -21,7 +21,7 @@ from sqlalchemy import create_engine, text
 from agent_broker import clock
 from agent_broker.app import create_app
 from agent_broker.config import Settings
-from agent_broker.db.migrate import upgrade
+from agent_broker.migrations.migrate import upgrade
 from tests.helpers import serving
 
 PG_ADMIN_DSN = os.environ.get(

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from agent_broker import cli as cli_module
 from agent_broker.cli import app as cli
-from agent_broker.db.migrate import upgrade
+from agent_broker.migrations.migrate import upgrade
 from agent_broker.tokens import keys
 from tests.conftest import TEST_SECRET
 

@@ -22,7 +22,7 @@ from agent_broker.db.engine import Database, create_database
 from agent_broker.db.session import transaction
 from agent_broker.ledger.audit import audit
 from agent_broker.ledger.events import fee_captured, on_fees_committed
-from agent_broker.ledger.pricing import POSTING_FEE_MICRO
+from agent_broker.pricing import POSTING_FEE_MICRO
 from tests.helpers import fund, new_key
 
 LISTING = {

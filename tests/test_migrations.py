@@ -4,7 +4,7 @@ from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlalchemy import create_engine
 
-from agent_broker.db.models import Base
+from agent_broker.migrations.models import Base
 
 # Feed search exists on one database each and stays out of the models (migration 0017).
 SEARCH_ONLY = {"listings_fts", "search", "ix_listings_search"}

@@ -31,7 +31,7 @@ from sqlalchemy import text
 
 from agent_broker import clock
 from agent_broker.accounts.service import protocol_bindings
-from agent_broker.listings.categories import CATEGORIES
+from agent_broker.categories import CATEGORIES
 from tests.certification.conftest import echoing
 from tests.domains.conftest import (  # noqa: F401 - fixtures
     CHALLENGE_PATH,

@@ -1,22 +1,13 @@
 """Who is calling: the account a request or a protocol message acts for, and how it
-proved it. Built by the authentication seam (agent_broker.http.auth); services take it
+proved it. Built by the authentication seam (agent_broker.auth); services take it
 without knowing anything of HTTP."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import StrEnum
 
 from agent_broker.accounts.models import AccountRecord
-
-
-class CredentialKind(StrEnum):
-    api_key = "api_key"
-    # Kinds the seam is ready to accept as they are built: dashboard sessions, agent
-    # OAuth tokens, x402 payments.
-    session = "session"
-    oauth = "oauth"
-    x402 = "x402"
+from agent_broker.http.policy import CredentialKind
 
 
 @dataclass(frozen=True)

@@ -11,10 +11,10 @@ from fastapi import Request, Response
 from pydantic import BaseModel, Field
 
 from agent_broker.accounts import identities, service
-from agent_broker.accounts.caller import CredentialKind
+from agent_broker.accounts.caller import Caller, CredentialKind
 from agent_broker.db.dispatch import db_bound
 from agent_broker.db.session import ReadSession, WriteSession
-from agent_broker.http.auth import KEY_OR_SESSION, Caller, authenticated
+from agent_broker.http.policy import KEY_OR_SESSION, authenticated
 from agent_broker.http.responses import Timestamp, Uuid, problems
 from agent_broker.http.routing import broker_router
 

@@ -145,7 +145,7 @@ def revoke_bearer_links(
 ) -> int:
     """Remove the account's session and OAuth links, but `keep` (an (issuer, subject)),
     and never a wallet's: a wallet is how its payments reach the account, and how its
-    holder recovers the key (accounts/wallet.py)."""
+    holder recovers the key (payments/x402/wallet.py)."""
     if keep is None:
         return _REVOKE.execute(session, account_id=account_id, wallet_issuer=WALLET_ISSUER)
     return _REVOKE_OTHERS.execute(

@@ -59,7 +59,7 @@ class SpentToken(Base):
 
 
 class WalletChallenge(Base):
-    """A Sign-In with Ethereum message issued for wallet key recovery (accounts/wallet.py),
+    """A Sign-In with Ethereum message issued for wallet key recovery (payments/x402/wallet.py),
     good for one recovery until it expires. Only its digest is kept: a recovery must
     present the very text that was issued."""
 

@@ -6,13 +6,14 @@ from fastapi import Request, Response
 from fastapi.responses import PlainTextResponse
 
 from agent_broker import clock
+from agent_broker.accounts.caller import Caller
 from agent_broker.certification import service, subscription, testing
 from agent_broker.certification.bindings import LIVENESS_V1, WEBHOOK_V1
 from agent_broker.certification.schemas import CertificationStatus
 from agent_broker.db.dispatch import db_bound
 from agent_broker.db.session import ReadSession, WriteSession
-from agent_broker.http.auth import Caller, authenticated
 from agent_broker.http.idempotency import RequiredIdempotency, answer
+from agent_broker.http.policy import authenticated
 from agent_broker.http.responses import problems
 from agent_broker.http.routing import broker_router
 

@@ -25,7 +25,7 @@ from agent_broker.idempotency.service import IdempotencyKey, Outcome, run_once
 from agent_broker.ledger import books
 from agent_broker.ledger import service as ledger
 from agent_broker.ledger.errors import InsufficientFunds
-from agent_broker.ledger.pricing import CERTIFICATION_PERIOD_MICRO
+from agent_broker.pricing import CERTIFICATION_PERIOD_MICRO
 from agent_broker.problems import Problem, Reason
 
 PERIOD = timedelta(days=30)

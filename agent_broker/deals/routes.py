@@ -5,11 +5,12 @@ from typing import Annotated
 from fastapi import Request, Response
 
 from agent_broker import clock
+from agent_broker.accounts.caller import Caller
 from agent_broker.db.dispatch import db_bound
 from agent_broker.db.session import ReadSession, WriteSession
 from agent_broker.deals import feedback, service
 from agent_broker.deals.schemas import DealPackage, RatingRequest
-from agent_broker.http.auth import Caller, authenticated
+from agent_broker.http.policy import authenticated
 from agent_broker.http.responses import problems
 from agent_broker.http.routing import broker_router
 

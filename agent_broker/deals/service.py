@@ -12,10 +12,10 @@ from sqlalchemy.orm import Session
 from agent_broker import clock
 from agent_broker.accounts.models import AccountRecord
 from agent_broker.db.prepared import inserting
-from agent_broker.deals.errors import DealPurged, MissingDealRouteCounterparty, MissingDealRouteSelf
+from agent_broker.deals.errors import DealPurged
 from agent_broker.deals.models import Deal
 from agent_broker.ledger import service as ledger
-from agent_broker.problems import NotFound
+from agent_broker.problems import MissingDealRouteCounterparty, MissingDealRouteSelf, NotFound
 from agent_broker.reputation import service as reputation
 from agent_broker.tokens.keys import Signer
 from agent_broker.tokens.service import mint_deal_credential, origin_of

@@ -4,11 +4,12 @@ from typing import Annotated
 
 from fastapi import Request
 
+from agent_broker.accounts.caller import Caller
 from agent_broker.db.dispatch import db_bound
 from agent_broker.db.session import ReadSession
 from agent_broker.domains import proof, service
 from agent_broker.domains.schemas import DomainChallengeOut, DomainVerificationOut
-from agent_broker.http.auth import KEY_OR_SESSION, Caller, authenticated
+from agent_broker.http.policy import KEY_OR_SESSION, authenticated
 from agent_broker.http.responses import problems
 from agent_broker.http.routing import broker_router
 

@@ -22,13 +22,12 @@ from sqlalchemy.orm import Session
 from agent_broker.accounts.models import AccountRecord
 from agent_broker.config import Settings
 from agent_broker.db.prepared import Prepared, inserting_unless_taken
-from agent_broker.deals.errors import MissingDealRouteSelf
 from agent_broker.domains.models import DomainClaim, DomainGrant, DomainGrantDay
 from agent_broker.domains.registrable import NoRegistrableDomain, registrable_domain
 from agent_broker.ledger import books
-from agent_broker.ledger.pricing import usd
 from agent_broker.ledger.service import credit
-from agent_broker.problems import InvalidInput
+from agent_broker.pricing import usd
+from agent_broker.problems import InvalidInput, MissingDealRouteSelf
 
 CHALLENGE_PATH = "/.well-known/svc-challenge.txt"
 TOKEN_PREFIX = "abchal_"

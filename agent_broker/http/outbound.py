@@ -31,7 +31,7 @@ from typing import Any
 import certifi
 import httpx
 
-from agent_broker.config import Settings
+from agent_broker.config import Settings, parse_resolve
 
 Resolver = Callable[[str, int], Awaitable[list[str]]]
 
@@ -78,33 +78,6 @@ class OutboundPolicy:
         they may sit on a private network, so private addresses and plain http are
         allowed; redirects, the byte cap and the deadlines still hold."""
         return cls(allow_private=True, ca_bundle=settings.outbound_ca_bundle or None)
-
-
-def parse_resolve(spec: str) -> dict[str, tuple[str, int | None]]:
-    """`host=address[:port]`, comma-separated; an IPv6 address with a port is bracketed."""
-    overrides: dict[str, tuple[str, int | None]] = {}
-    for item in (part.strip() for part in spec.split(",")):
-        if not item:
-            continue
-        host, sep, target = item.partition("=")
-        host, target = host.strip().lower().rstrip("."), target.strip()
-        if not sep or not host or not target:
-            raise ValueError(f"{item!r} is not host=address[:port]")
-        port: int | None = None
-        if target.startswith("["):
-            address, _, rest = target[1:].partition("]")
-            if rest:
-                port = int(rest.removeprefix(":"))
-        elif target.count(":") == 1:
-            address, port_text = target.split(":")
-            port = int(port_text)
-        else:
-            address = target
-        ipaddress.ip_address(address)  # ValueError when it is not an address
-        if port is not None and not 0 < port < 65536:
-            raise ValueError(f"{item!r} has a port out of range")
-        overrides[host] = (address, port)
-    return overrides
 
 
 def refusal_of(address: str) -> str | None:

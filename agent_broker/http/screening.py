@@ -3,19 +3,23 @@ the service's limiter and settings. The route binds it to its authenticated call
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Protocol
 
 from fastapi import Depends, Request
 
-from agent_broker.accounts.caller import Caller
 from agent_broker.scanning.brake import Screen, screen_for
+
+
+class _Caller(Protocol):
+    @property
+    def account_id(self) -> str: ...
 
 
 class Screening:
     def __init__(self, request: Request) -> None:
         self._state = request.app.state
 
-    def for_caller(self, caller: Caller) -> Screen:
+    def for_caller(self, caller: _Caller) -> Screen:
         return screen_for(self._state.rate_limiter, self._state.settings, caller.account_id)
 
 

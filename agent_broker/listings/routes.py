@@ -5,10 +5,11 @@ from typing import Annotated, Literal
 from fastapi import Query, Request, Response
 
 from agent_broker import clock
+from agent_broker.accounts.caller import Caller
 from agent_broker.db.dispatch import db_bound
 from agent_broker.db.session import ReadSession, WriteSession
-from agent_broker.http.auth import Caller, authenticated
 from agent_broker.http.idempotency import RequiredIdempotency, answer
+from agent_broker.http.policy import authenticated
 from agent_broker.http.responses import problems
 from agent_broker.http.routing import broker_router
 from agent_broker.http.screening import Screens

@@ -4,8 +4,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, StrictInt
 
+from agent_broker.categories import CATEGORIES
 from agent_broker.http.responses import Handle, Timestamp, Uuid, omitted_when_unset
-from agent_broker.listings.categories import CATEGORIES
 
 MAX_PRICE_MICRO = 10**14  # $100,000,000: beyond any real listing, well inside 64 bits
 

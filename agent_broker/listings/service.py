@@ -10,6 +10,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import bindparam, func, select, tuple_, update
 from sqlalchemy.orm import Session
 
+from agent_broker import categories
 from agent_broker.accounts.models import AccountRecord
 from agent_broker.certification import badge as certification
 from agent_broker.db.base import UTCDateTime
@@ -17,8 +18,7 @@ from agent_broker.db.prepared import Prepared, inserting
 from agent_broker.idempotency.service import IdempotencyKey, Outcome, run_once
 from agent_broker.ledger import books
 from agent_broker.ledger import service as ledger
-from agent_broker.ledger.pricing import POSTING_FEE_MICRO
-from agent_broker.listings import categories, cursor, feed_statements
+from agent_broker.listings import cursor, feed_statements
 from agent_broker.listings.models import Listing
 from agent_broker.listings.schemas import PostListingRequest
 from agent_broker.listings.views import (
@@ -28,6 +28,7 @@ from agent_broker.listings.views import (
     listing_view,
     poster_role,
 )
+from agent_broker.pricing import POSTING_FEE_MICRO
 from agent_broker.problems import InvalidInput, NotFound, Problem, Reason
 from agent_broker.reputation import service as reputation
 from agent_broker.scanning.brake import Screen

@@ -7,7 +7,7 @@ from datetime import datetime
 from typing import Protocol
 
 from agent_broker import clock
-from agent_broker.ledger.pricing import usd
+from agent_broker.pricing import usd
 
 
 @dataclass(frozen=True)

@@ -38,6 +38,7 @@ from agent_broker.mcp_tools.plumbing import (
     in_transaction,
     parsed,
 )
+from agent_broker.membership import service as membership
 
 
 def register_account_tools(box: Toolbox) -> None:
@@ -70,7 +71,7 @@ def register_account_tools(box: Toolbox) -> None:
         where = box.source(ctx)
         outcome = await in_transaction(
             app,
-            lambda session: accounts.register_once(
+            lambda session: membership.register_once(
                 session,
                 state.settings,
                 state.rate_limiter,
@@ -88,7 +89,9 @@ def register_account_tools(box: Toolbox) -> None:
         view = await as_caller(
             app,
             key_of(ctx),
-            lambda session, caller: accounts.account_view(session, caller.account, now=clock.now()),
+            lambda session, caller: membership.account_view(
+                session, caller.account, now=clock.now()
+            ),
         )
         return shaped(AccountOut, view, exclude_none=False)
 
@@ -153,7 +156,7 @@ def register_account_tools(box: Toolbox) -> None:
 
         return await profile_after(
             ctx,
-            lambda session, account: accounts.set_route(
+            lambda session, account: membership.set_route(
                 session,
                 state.settings,
                 account,

@@ -1,8 +1,8 @@
-"""What every tool shares with the REST routes: the caller resolved from its API key like
-the auth seam does, one transaction per call run where the database's work runs, the
-same Idempotency-Key records (same operation names and fingerprints as over HTTP, so a
-retry is answered alike whichever way it comes), and problems returned as MCP tool
-errors carrying the reason code."""
+"""What every tool shares with the REST routes: the caller resolved from its API key by
+the same rule (agent_broker.auth.keys), one transaction per call run where the
+database's work runs, the same Idempotency-Key records (same operation names and
+fingerprints as over HTTP, so a retry is answered alike whichever way it comes), and
+problems returned as MCP tool errors carrying the reason code."""
 
 from __future__ import annotations
 
@@ -17,13 +17,13 @@ from mcp.types import CallToolResult, TextContent
 from pydantic import BaseModel, ValidationError
 from sqlalchemy.orm import Session
 
-from agent_broker.accounts import credentials
-from agent_broker.accounts.caller import Caller, CredentialKind
+from agent_broker.accounts.caller import Caller
 from agent_broker.accounts.models import AccountRecord
+from agent_broker.auth.keys import key_caller
 from agent_broker.db.dispatch import run
 from agent_broker.db.session import transaction
 from agent_broker.idempotency.service import IdempotencyKey, checked_key, fingerprint
-from agent_broker.problems import ApiKeyDisabled, InvalidInput, Problem, Unauthorized
+from agent_broker.problems import InvalidInput, Problem, Unauthorized
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -35,12 +35,7 @@ def caller_for(session: Session, app: FastAPI, api_key: str | None) -> Caller:
             "This tool needs the account's API key: the x-api-key header over HTTP, "
             "BROKER_API_KEY over stdio."
         )
-    account = credentials.account_for_key(session, app.state.settings, api_key)
-    if account is None:
-        raise Unauthorized("The API key is not recognised.")
-    if account.status != "active":
-        raise ApiKeyDisabled()
-    return Caller(account=account, via=CredentialKind.api_key)
+    return key_caller(session, app.state.settings, api_key)
 
 
 async def as_caller(

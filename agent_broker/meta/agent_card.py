@@ -13,9 +13,8 @@ from typing import Any
 from a2a.client.card_resolver import parse_agent_card
 from a2a.utils.signing import create_agent_card_signer
 
-from agent_broker import RELEASE_TAG
+from agent_broker import RELEASE_TAG, pricing
 from agent_broker.config import Settings
-from agent_broker.ledger import pricing
 from agent_broker.tokens.keys import Signer, raw_public
 
 ONBOARDING_SKILL = {

@@ -7,8 +7,8 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
+from agent_broker import pricing
 from agent_broker.config import Settings
-from agent_broker.ledger import pricing
 
 # RFC 9116: Expires must be less than a year ahead; the document is rendered per request.
 SECURITY_TXT_LIFETIME = timedelta(days=180)

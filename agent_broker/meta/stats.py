@@ -22,9 +22,9 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from agent_broker.accounts.models import Account
+from agent_broker.categories import CATEGORIES
 from agent_broker.clock import rfc3339
 from agent_broker.deals.models import Deal
-from agent_broker.listings.categories import CATEGORIES
 from agent_broker.listings.models import Listing
 from agent_broker.threads.models import Thread
 

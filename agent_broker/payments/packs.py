@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 from agent_broker.config import Settings
-from agent_broker.ledger.pricing import PACK_CREDITS, PACK_MICRO
 from agent_broker.payments.errors import ProcessorUnavailable
+from agent_broker.pricing import PACK_CREDITS, PACK_MICRO
 from agent_broker.problems import InvalidInput
 
 Processor = Literal["processor_a", "processor_b"]

@@ -12,8 +12,8 @@ from sqlalchemy import bindparam, select
 from sqlalchemy.orm import Session
 
 from agent_broker.db.prepared import Prepared
-from agent_broker.ledger.pricing import PACK_CREDITS, usd
 from agent_broker.payments.models import Invoice
+from agent_broker.pricing import PACK_CREDITS, usd
 from agent_broker.problems import NotFound
 
 _invoices = Invoice.__table__

@@ -20,9 +20,9 @@ import structlog
 
 from agent_broker.config import Settings
 from agent_broker.http.outbound import OutboundClient, OutboundRefused, OutboundResponse
-from agent_broker.ledger.pricing import usd
 from agent_broker.payments.errors import ProcessorUnavailable
 from agent_broker.payments.packs import GATEWAY_TICKERS, Order
+from agent_broker.pricing import usd
 
 log = structlog.get_logger("agent_broker.payments")
 MAX_ANSWER_BYTES = 64 * 1024

@@ -6,10 +6,11 @@ from fastapi import Request
 from fastapi.responses import HTMLResponse, PlainTextResponse
 
 from agent_broker import clock
+from agent_broker.accounts.caller import Caller
 from agent_broker.db.dispatch import db_bound
 from agent_broker.db.session import ReadSession
-from agent_broker.http.auth import KEY_OR_SESSION, Caller, authenticated
 from agent_broker.http.client_ip import client_ip
+from agent_broker.http.policy import KEY_OR_SESSION, authenticated
 from agent_broker.http.responses import problems
 from agent_broker.http.routing import broker_router
 from agent_broker.payments import callbacks, pay_page, service

@@ -26,11 +26,11 @@ from agent_broker.db.session import transaction
 from agent_broker.http.outbound import OutboundClient
 from agent_broker.http.rate_limits import RateLimiter
 from agent_broker.ledger import books
-from agent_broker.ledger.pricing import PACK_CREDITS, PACK_MICRO
 from agent_broker.ledger.service import credit
 from agent_broker.payments import processors
 from agent_broker.payments.models import Invoice, ProcessorEvent
 from agent_broker.payments.packs import Order, order_for
+from agent_broker.pricing import PACK_CREDITS, PACK_MICRO
 
 _invoices = Invoice.__table__
 _events = ProcessorEvent.__table__

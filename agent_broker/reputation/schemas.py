@@ -4,8 +4,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from agent_broker.categories import CATEGORIES
 from agent_broker.http.responses import Day, Handle, Timestamp, UriReference, omitted_when_unset
-from agent_broker.listings.categories import CATEGORIES
 from agent_broker.reputation.scorecard import LATENCY_LABELS
 
 LatencyBucket = Literal[LATENCY_LABELS]

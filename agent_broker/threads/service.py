@@ -19,10 +19,10 @@ from agent_broker.deals import service as deals
 from agent_broker.idempotency.service import IdempotencyKey, Outcome, run_once
 from agent_broker.ledger import books
 from agent_broker.ledger import service as ledger
-from agent_broker.ledger.pricing import DEAL_FEE_MICRO
 from agent_broker.listings import service as listings
 from agent_broker.listings.models import Listing
 from agent_broker.listings.views import poster_role
+from agent_broker.pricing import DEAL_FEE_MICRO
 from agent_broker.problems import Forbidden, InvalidInput, NotFound, Reason
 from agent_broker.reputation import records as reputation_records
 from agent_broker.reputation import service as reputation

@@ -20,8 +20,8 @@ from sqlalchemy import bindparam, delete, insert, select
 from sqlalchemy.orm import Session
 
 from agent_broker import clock
-from agent_broker.accounts.validation import public_https_url
 from agent_broker.db.prepared import Prepared, dialect_insert, saves_round_trips
+from agent_broker.http.urls import public_https_url
 from agent_broker.webhooks.models import WebhookEndpoint, WebhookEvent
 
 EVENT_TYPES = (

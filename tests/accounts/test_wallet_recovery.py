@@ -1,4 +1,4 @@
-"""Wallet key recovery (agent_broker/accounts/wallet.py): the wallet an account's x402
+"""Wallet key recovery (agent_broker/payments/x402/wallet.py): the wallet an account's x402
 payments come from signs the service's EIP-4361 Sign-In with Ethereum message and gets the
 account a new key. The message must be the one issued here (domain, URI, chain, nonce),
 unexpired, unused and signed by its address; the nonce burns with the rotation, so of two
@@ -23,10 +23,11 @@ from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 
 from agent_broker import clock
-from agent_broker.accounts import identities, wallet
+from agent_broker.accounts import identities
 from agent_broker.accounts.identities import WALLET_ISSUER
 from agent_broker.accounts.models import WalletChallenge
-from agent_broker.ledger.pricing import PACK_MICRO
+from agent_broker.payments.x402 import wallet
+from agent_broker.pricing import PACK_MICRO
 from tests.dashboard.conftest import (  # noqa: F401 - fixtures
     ATTESTATION,
     bearer,

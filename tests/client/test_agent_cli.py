@@ -8,7 +8,7 @@ import json
 from typer.testing import CliRunner
 
 from agent_broker.cli import app as cli
-from agent_broker.ledger.pricing import DEAL_FEE_MICRO, POSTING_FEE_MICRO
+from agent_broker.pricing import DEAL_FEE_MICRO, POSTING_FEE_MICRO
 from tests.helpers import fund
 from tests.listings.conftest import LISTING
 

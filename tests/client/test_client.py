@@ -18,7 +18,7 @@ from agent_broker.client import (
     ProblemError,
     Unauthorized,
 )
-from agent_broker.ledger.pricing import DEAL_FEE_MICRO, POSTING_FEE_MICRO
+from agent_broker.pricing import DEAL_FEE_MICRO, POSTING_FEE_MICRO
 from tests.helpers import fund
 from tests.listings.conftest import LISTING
 

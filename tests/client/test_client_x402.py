@@ -12,8 +12,8 @@ from eth_account import Account
 
 from agent_broker.client import AsyncClient, Client, InsufficientFunds, Unauthorized
 from agent_broker.client.payment import paid_timeout_seconds
-from agent_broker.ledger.pricing import PACK_MICRO
 from agent_broker.payments.x402.facilitator import SETTLE_DEADLINE_SECONDS
+from agent_broker.pricing import PACK_MICRO
 from tests.x402.conftest import facilitator, x402_settings  # noqa: F401 - fixtures
 
 

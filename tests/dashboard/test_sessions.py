@@ -1,4 +1,4 @@
-"""Dashboard sessions (agent_broker/http/auth.py, http/jwt_bearer.py): an identity-provider
+"""Dashboard sessions (agent_broker/auth/, http/jwt_bearer.py): an identity-provider
 JWT reaches the account its identity (issuer, subject) is linked to, on the routes that
 accept a session and on no other; a link is made once, by a call carrying both the session
 and the account's key (or by the operator's CLI), and never moves."""

@@ -13,7 +13,7 @@ from fastapi.routing import APIRoute
 from agent_broker.accounts.caller import Caller, CredentialKind
 from agent_broker.accounts.models import Account
 from agent_broker.app import ROUTERS
-from agent_broker.http.auth import authenticated, policy_of
+from agent_broker.http.policy import authenticated, policy_of
 from tests.helpers import assert_problem, register
 
 PAYABLE = {

@@ -14,10 +14,11 @@ from pydantic import BaseModel
 from sqlalchemy import func, select
 
 from agent_broker import clock
+from agent_broker.accounts.caller import Caller
 from agent_broker.accounts.models import Account
 from agent_broker.db.session import WriteSession
-from agent_broker.http.auth import Caller, authenticated
 from agent_broker.http.idempotency import RequiredIdempotency, answer
+from agent_broker.http.policy import authenticated
 from agent_broker.idempotency.service import Outcome, run_once
 from agent_broker.ledger import books
 from agent_broker.ledger.models import JournalEntry

@@ -21,13 +21,12 @@ import httpx
 import pytest
 from pydantic import ValidationError
 
-from agent_broker.config import Settings
+from agent_broker.config import Settings, parse_resolve
 from agent_broker.http.outbound import (
     OutboundClient,
     OutboundPolicy,
     OutboundRefused,
     OutboundResponse,
-    parse_resolve,
     refusal_of,
 )
 from tests.tls_server import Answer, TLSServer, tls_server

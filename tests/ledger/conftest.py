@@ -4,8 +4,8 @@ import pytest
 from fastapi import FastAPI
 
 from agent_broker import clock
-from agent_broker.accounts.service import register
 from agent_broker.http.rate_limits import RateLimiter
+from agent_broker.membership.service import register
 
 
 @pytest.fixture

@@ -8,8 +8,8 @@ import httpx
 import pytest
 from sqlalchemy import func, select
 
+from agent_broker.categories import CATEGORIES
 from agent_broker.ledger.models import JournalEntry
-from agent_broker.listings.categories import CATEGORIES
 from agent_broker.listings.models import Listing
 from tests.helpers import assert_problem, fund, new_key, register
 from tests.listings.conftest import FEE, LISTING, post

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from agent_broker.ledger.pricing import DEAL_FEE_MICRO, POSTING_FEE_MICRO
+from agent_broker.pricing import DEAL_FEE_MICRO, POSTING_FEE_MICRO
 from tests.helpers import fund
 from tests.listings.conftest import LISTING
 from tests.mcp.conftest import http_session, ok, refused, stdio_session

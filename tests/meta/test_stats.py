@@ -3,7 +3,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from agent_broker import clock
-from agent_broker.listings.categories import CATEGORIES
+from agent_broker.categories import CATEGORIES
 from agent_broker.meta.stats import MIN_DEALS
 from tests.helpers import Agent, complete_profile, fund, new_key, register
 from tests.listings.conftest import post

@@ -10,7 +10,7 @@ from alembic import command
 from sqlalchemy import create_engine, text
 
 from agent_broker import clock
-from agent_broker.db.migrate import alembic_config, upgrade
+from agent_broker.migrations.migrate import alembic_config, upgrade
 from tests.deals.test_feedback import dispute, rate
 from tests.reputation.test_public_record import seal, seller_with_listings
 from tests.threads.conftest import trader

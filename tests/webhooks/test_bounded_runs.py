@@ -174,3 +174,8 @@ def test_the_scheduler_goes_on_to_the_next_job_within_the_budget(
     at = {name: moment for name, _, moment in first_pass}
     webhooks_started = at[names[names.index("deliver-webhooks") - 1]]
     assert at["deliver-webhooks"] - webhooks_started <= delivery.RUN_BUDGET + ONE_DELIVERY
+
+
+def test_the_run_budget_is_half_the_job_lease():
+    # The webhooks package cannot import the jobs above it, so it states the budget itself.
+    assert delivery.RUN_BUDGET == LEASE_TTL / 2

@@ -14,7 +14,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import select
 
 from agent_broker.ledger.models import JournalEntry
-from agent_broker.ledger.pricing import PACK_MICRO
+from agent_broker.pricing import PACK_MICRO
 from tests.helpers import assert_problem, new_key, register
 from tests.http.test_auth_policy import PAYABLE as PAYABLE_OPERATIONS
 from tests.listings.conftest import LISTING

@@ -1,6 +1,6 @@
 """Where x402 meets a request: the payment challenge for a payable route reached with no
 credential at all, and the dependency that settles a presented payment before any of the
-route's own database work begins (agent_broker.http.auth runs it first)."""
+route's own database work begins (the authenticator, agent_broker.auth, runs it first)."""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ from x402.http.facilitator_client import HTTPFacilitatorClient
 from agent_broker import clock
 from agent_broker.config import Settings
 from agent_broker.http.client_ip import client_ip
-from agent_broker.ledger.pricing import CREDIT_MICRO, whole_credits
 from agent_broker.payments.x402 import offers, payload, service
 from agent_broker.payments.x402.facilitator import facilitator_client
 from agent_broker.payments.x402.service import Settlement
+from agent_broker.pricing import CREDIT_MICRO, whole_credits
 from agent_broker.problems import InsufficientFundsSelf, InvalidInput, Reason
 
 # Where a settled payment waits for the answer (agent_broker.payments.x402.receipts).
@@ -117,3 +117,14 @@ async def settled_payment(request: Request) -> Settlement | None:
         ) from None
     setattr(request.state, STATE_KEY, settlement)
     return settlement
+
+
+class X402Payments:
+    """x402 as the authenticator's payment scheme (agent_broker.auth.payment), registered
+    by create_app when payments are on."""
+
+    async def settle(self, request: Request) -> Settlement | None:
+        return await settled_payment(request)
+
+    def challenge(self, request: Request) -> PaymentChallenge:
+        return challenge_problem(request)

@@ -8,6 +8,7 @@ from typing import Any
 from fastapi import APIRouter
 from fastapi.routing import APIRoute
 
+from agent_broker.http.policy import policy_of
 from agent_broker.payments.x402.offers import CHEAPEST, TIERS, Terms, tier_document
 
 # The payable operations, as an agent reads them; the two entry points need no ids.
@@ -30,8 +31,6 @@ ENTRY_POINTS = {("POST", "/v1/listings"), ("GET", "/v1/feed")}
 
 def payable_operations(routers: Iterable[APIRouter]) -> tuple[tuple[str, str], ...]:
     """(method, path) of every metered route: what a payment can be made for."""
-    from agent_broker.http.auth import policy_of  # the seam imports this package
-
     found = []
     for router in routers:
         for route in router.routes:

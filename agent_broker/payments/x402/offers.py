@@ -14,7 +14,7 @@ from x402.schemas import PaymentRequired, PaymentRequirements, ResourceInfo
 from x402.schemas.v1 import PaymentRequirementsV1
 
 from agent_broker.config import Settings
-from agent_broker.ledger.pricing import DEAL_FEE_MICRO, PACK_CREDITS, PACK_MICRO, usd
+from agent_broker.pricing import DEAL_FEE_MICRO, PACK_CREDITS, PACK_MICRO, usd
 
 SCHEME = "exact"
 MIME_TYPE = "application/json"

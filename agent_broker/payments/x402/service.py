@@ -31,7 +31,6 @@ from x402.schemas import SettleResponse
 from x402.server_base import settle_with_pending_retry_async
 
 from agent_broker.accounts import credentials, identities
-from agent_broker.accounts import service as accounts
 from agent_broker.config import Settings
 from agent_broker.db.dispatch import run
 from agent_broker.db.engine import Database
@@ -39,8 +38,8 @@ from agent_broker.db.prepared import Prepared, inserting_unless_taken
 from agent_broker.db.session import transaction
 from agent_broker.http.outbound import OutboundRefused
 from agent_broker.ledger import books
-from agent_broker.ledger.pricing import PACK_CREDITS, PACK_MICRO
 from agent_broker.ledger.service import credit
+from agent_broker.membership import service as membership
 from agent_broker.payments.errors import ProcessorUnavailable
 from agent_broker.payments.models import X402Payment
 from agent_broker.payments.x402.payload import (
@@ -49,6 +48,7 @@ from agent_broker.payments.x402.payload import (
     PaymentRefused,
     Presented,
 )
+from agent_broker.pricing import PACK_CREDITS, PACK_MICRO
 from agent_broker.problems import ApiKeyDisabled, Problem, Reason
 
 log = structlog.get_logger("agent_broker.payments.x402")
@@ -206,7 +206,7 @@ def _credit(
     account_id = identities.linked_account(session, identities.WALLET_ISSUER, presented.payer)
     new_key = None
     if account_id is None:
-        opened = accounts.open_account(session, settings, now=now)
+        opened = membership.open_account(session, settings, now=now)
         account_id, new_key = opened.account_id, opened.api_key
         if (
             identities.link(session, identities.WALLET_ISSUER, presented.payer, account_id, now=now)

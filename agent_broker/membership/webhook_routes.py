@@ -1,3 +1,6 @@
+"""Where an account receives its events (agent_broker.webhooks keeps the endpoints and
+delivers), over HTTP under /v1/account."""
+
 from __future__ import annotations
 
 from typing import Annotated
@@ -5,9 +8,10 @@ from typing import Annotated
 from fastapi import Response
 
 from agent_broker import clock
+from agent_broker.accounts.caller import Caller
 from agent_broker.db.dispatch import db_bound
 from agent_broker.db.session import WriteSession
-from agent_broker.http.auth import Caller, authenticated
+from agent_broker.http.policy import authenticated
 from agent_broker.http.responses import problems
 from agent_broker.http.routing import broker_router
 from agent_broker.webhooks import service

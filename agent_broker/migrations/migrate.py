@@ -11,7 +11,7 @@ from alembic.config import Config
 if TYPE_CHECKING:
     from agent_broker.db.engine import Database
 
-MIGRATIONS = Path(__file__).parent / "migrations"
+MIGRATIONS = Path(__file__).parent  # env.py, script.py.mako and versions/ sit beside this file
 
 
 def alembic_config(database_url: str) -> Config:

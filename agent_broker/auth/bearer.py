@@ -3,50 +3,21 @@ the request's database session opens (verifying may fetch the issuer's keys), an
 link between such an identity and an account, made by a call that carries the token
 together with the account's valid API key."""
 
+from __future__ import annotations
+
 from dataclasses import dataclass
 
 from fastapi import Request
-from fastapi.security.utils import get_authorization_scheme_param
 from sqlalchemy.orm import Session
 
 from agent_broker import clock
-from agent_broker.accounts import credentials, identities
-from agent_broker.accounts.caller import CredentialKind
+from agent_broker.accounts import identities
+from agent_broker.auth.keys import active_account
 from agent_broker.db.dispatch import run
 from agent_broker.db.session import transaction
 from agent_broker.http.jwt_bearer import InvalidToken
-from agent_broker.problems import ApiKeyDisabled, Unauthorized
-
-API_KEY_HEADER = "x-api-key"
-# How /openapi.json names the two credentials a route may take (agent_broker.http.auth
-# declares, per route, which ones; agent_broker.http.responses writes them out).
-API_KEY_SCHEME = "APIKeyHeader"
-BEARER_SCHEME = "HTTPBearer"
-SECURITY_SCHEMES = {
-    API_KEY_SCHEME: {"type": "apiKey", "in": "header", "name": API_KEY_HEADER},
-    BEARER_SCHEME: {
-        "type": "http",
-        "scheme": "bearer",
-        "description": (
-            "Identity-provider session or agent OAuth token (JWT), where a route takes one"
-        ),
-    },
-}
-
-
-def presented_key(request: Request) -> str | None:
-    """The API key the request carries, if any (read straight from the header: a
-    dependency per credential costs FastAPI more than the whole check)."""
-    return request.headers.get(API_KEY_HEADER) or None
-
-
-def bearer_token(request: Request) -> str | None:
-    """The token of an `Authorization: Bearer <token>` header; None for no header or
-    another scheme (the route then treats the request as carrying no bearer token)."""
-    scheme, credentials = get_authorization_scheme_param(request.headers.get("authorization"))
-    if not credentials or scheme.lower() != "bearer":
-        return None
-    return credentials
+from agent_broker.http.policy import CredentialKind, bearer_token, presented_key
+from agent_broker.problems import Unauthorized
 
 
 @dataclass(frozen=True)
@@ -118,11 +89,8 @@ async def _link_once(request: Request, identity: Identity, presented: str) -> No
 
 def _link(request: Request, session: Session, identity: Identity, presented: str) -> None:
     settings = request.app.state.settings
-    account = credentials.account_for_key(session, settings, presented)
-    if account is None:
-        raise Unauthorized("The API key is not recognised.")
-    if account.status != "active":
-        raise ApiKeyDisabled()  # a disabled key proves nothing, not even to link
+    # A disabled account's key proves nothing, not even to link.
+    account = active_account(session, settings, presented)
     identities.link(
         session, identity.issuer, identity.subject, account.id, now=clock.now(), settings=settings
     )

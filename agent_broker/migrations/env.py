@@ -3,7 +3,7 @@ from __future__ import annotations
 from alembic import context
 from sqlalchemy import create_engine
 
-from agent_broker.db.models import Base
+from agent_broker.migrations.models import Base
 
 config = context.config
 target_metadata = Base.metadata

@@ -42,6 +42,7 @@ from agent_broker.db.engine import Database
 from agent_broker.db.prepared import Prepared
 from agent_broker.db.session import transaction
 from agent_broker.http.rate_limits import RateLimiter
+from agent_broker.payments.x402.offers import Terms
 from agent_broker.problems import InvalidInput, NotFound
 
 LIFETIME = timedelta(minutes=10)
@@ -250,8 +251,6 @@ class Deployment:
     @classmethod
     def of(cls, settings: Settings) -> Deployment:
         # The chain x402 payments are taken on, as the offers name it.
-        from agent_broker.payments.x402.offers import Terms
-
         uri = settings.public_base_url.rstrip("/")
         return cls(
             domain=urlsplit(uri).netloc, uri=uri, chain_id=Terms.from_settings(settings).chain_id

@@ -1,0 +1,44 @@
+"""The package layers (pyproject.toml, [tool.importlinter]) hold, and the check that
+`make lint` runs does fail on an import that runs up a layer."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+LINT_IMPORTS = Path(sys.executable).parent / "lint-imports"
+
+
+def _lint(where: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(LINT_IMPORTS), "--config", str(where / "pyproject.toml"), "--no-cache"],
+        cwd=where,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(where)},
+    )
+
+
+def test_the_packages_keep_their_layers():
+    result = _lint(ROOT)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "1 kept, 0 broken" in result.stdout
+
+
+def test_an_import_up_a_layer_breaks_the_contract(tmp_path):
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    shutil.copytree(
+        ROOT / "agent_broker",
+        tmp_path / "agent_broker",
+        ignore=shutil.ignore_patterns("__pycache__"),
+    )
+    # The ledger reaching up into the deals that use it.
+    ledger = tmp_path / "agent_broker" / "ledger" / "books.py"
+    ledger.write_text(ledger.read_text() + "\nfrom agent_broker.deals import service  # noqa\n")
+    result = _lint(tmp_path)
+    assert result.returncode != 0
+    assert "agent_broker.ledger.books -> agent_broker.deals.service" in result.stdout

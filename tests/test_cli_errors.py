@@ -13,8 +13,8 @@ import pytest
 import uvicorn
 from typer.testing import CliRunner
 
-from agent_broker import cli as cli_module
 from agent_broker.cli import app as cli
+from agent_broker.cli import serve as serve_module
 from agent_broker.migrations.migrate import upgrade
 from agent_broker.tokens import keys
 from tests.conftest import TEST_SECRET
@@ -155,7 +155,7 @@ def test_serve_on_postgresql_notes_a_single_inline_worker(
     if dispatch:
         monkeypatch.setenv("BROKER_DB_DISPATCH", dispatch)
     monkeypatch.setattr(
-        cli_module, "_open_database", lambda _settings: SimpleNamespace(dispose=lambda: None)
+        serve_module, "open_database", lambda _settings: SimpleNamespace(dispose=lambda: None)
     )
     monkeypatch.setattr(uvicorn, "run", lambda *_a, **options: started.append(options))
     result = _run("serve", "--no-migrate", *args)

@@ -113,13 +113,13 @@ def test_every_connection_carries_the_limits_on_every_path(make_settings, databa
 
 def test_jobs_and_the_cli_have_the_longer_statement_limit(make_settings, database_url):
     _postgresql_only(database_url)
-    from agent_broker.cli import _open_database
+    from agent_broker.cli.common import open_database
 
     settings = make_settings(
         db_statement_timeout_ms=1000, db_lock_timeout_ms=700, db_job_statement_timeout_ms=90000
     )
     requests = create_database(settings)
-    opened = [jobs_database(requests, settings), _open_database(settings)]
+    opened = [jobs_database(requests, settings), open_database(settings)]
     try:
         for db in opened:
             assert db is not requests

@@ -14,7 +14,7 @@ from agent_broker.http.policy import KEY_OR_OAUTH, authenticated
 from agent_broker.http.responses import problems
 from agent_broker.http.routing import broker_router
 from agent_broker.http.screening import Screens
-from agent_broker.threads import service
+from agent_broker.threads import sealing, service
 from agent_broker.threads.schemas import DiffRequest, ThreadOut, ThreadRead
 
 router = broker_router(prefix="/v1", tags=["threads"])
@@ -149,7 +149,7 @@ def finalize_thread(
     idempotency: RequiredIdempotency,
 ) -> dict:
     # Any body (e.g. a self-reported agreed price) is accepted and ignored.
-    outcome = service.finalize_once(
+    outcome = sealing.finalize_once(
         session,
         caller.account,
         thread_id,

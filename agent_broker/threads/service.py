@@ -1,5 +1,5 @@
 """Thread rules: who may open, whose turn it is, closing, reading. Money moves only through
-the ledger (the opener's hold)."""
+the ledger (the opener's hold). Sealing a thread into a deal is agent_broker.threads.sealing."""
 
 from __future__ import annotations
 
@@ -10,18 +10,13 @@ from sqlalchemy import bindparam, case, or_, select, update
 from sqlalchemy.orm import Session
 
 from agent_broker import clock
-from agent_broker.accounts import identities
 from agent_broker.accounts import service as accounts
 from agent_broker.accounts.models import AccountRecord
 from agent_broker.accounts.profile import setup_requirements
 from agent_broker.db.prepared import Prepared, inserting
-from agent_broker.deals import service as deals
 from agent_broker.idempotency.service import IdempotencyKey, Outcome, run_once
-from agent_broker.ledger import books
 from agent_broker.ledger import service as ledger
 from agent_broker.listings import service as listings
-from agent_broker.listings.models import Listing
-from agent_broker.listings.views import poster_role
 from agent_broker.pricing import DEAL_FEE_MICRO
 from agent_broker.problems import Forbidden, InvalidInput, NotFound, Reason
 from agent_broker.reputation import records as reputation_records
@@ -36,7 +31,6 @@ from agent_broker.threads.errors import (
     ThreadAutoClosed,
 )
 from agent_broker.threads.models import Thread
-from agent_broker.tokens.keys import Signer
 from agent_broker.webhooks import service as webhooks
 
 MINE_LIMIT = 200
@@ -44,21 +38,9 @@ _threads = Thread.__table__
 
 # The statements of every negotiation step, prepared once (agent_broker.db.prepared).
 _THREAD = Prepared(select(_threads).where(_threads.c.id == bindparam("thread_id")))
-# The thread's listing, read and row-locked as listings.lock does, found by the thread's
-# id: a thread never changes listing, so a seal reads the thread only once, under the lock.
-_listings = Listing.__table__
-_LOCK_LISTING_OF = Prepared(
-    select(_listings)
-    .where(
-        _listings.c.id
-        == select(_threads.c.listing_id)
-        .where(_threads.c.id == bindparam("thread_id"))
-        .scalar_subquery()
-    )
-    .with_for_update()
-)
 _INSERT = inserting(_threads, returning=True)
-_OPEN_NOW = (
+# A thread that can still move (the seal's condition too).
+OPEN_NOW = (
     _threads.c.id == bindparam("thread_id"),
     _threads.c.status == "open",
     _threads.c.expires_at > bindparam("now"),
@@ -72,7 +54,7 @@ _CALLERS_SIDE = case(
 )
 _OFFER_IN_TURN = Prepared(
     update(_threads)
-    .where(*_OPEN_NOW, _threads.c.turn == _CALLERS_SIDE)
+    .where(*OPEN_NOW, _threads.c.turn == _CALLERS_SIDE)
     .values(
         diff=bindparam("diff"),
         turn=case((_threads.c.turn == "poster", "negotiator"), else_="poster"),
@@ -85,30 +67,6 @@ _REJECT = Prepared(
     .where(_threads.c.id == bindparam("thread_id"), _threads.c.status == "open")
     .values(status="rejected", updated_at=bindparam("now"))
     .returning(*_threads.c)
-)
-_SEAL = Prepared(
-    update(_threads)
-    .where(*_OPEN_NOW, _threads.c.turn == "poster")
-    .values(status="finalized", updated_at=bindparam("now"))
-)
-_CLOSE_COMPETITOR = Prepared(
-    update(_threads)
-    .where(_threads.c.id == bindparam("thread_id"), _threads.c.status == "open")
-    .values(status="closed", updated_at=bindparam("now"))
-)
-# The open threads of a thread's listing, row-locked in id order (finalize: sent with the
-# listing's lock, so the listing is locked first).
-_OPEN_ON_LISTING_OF = Prepared(
-    select(_threads)
-    .where(
-        _threads.c.listing_id
-        == select(_threads.c.listing_id)
-        .where(_threads.c.id == bindparam("thread_id"))
-        .scalar_subquery(),
-        _threads.c.status == "open",
-    )
-    .order_by(_threads.c.id)
-    .with_for_update()
 )
 
 
@@ -216,7 +174,7 @@ def open_thread(
     return view(thread, now)
 
 
-def _party_thread(session: Session, thread_id: str, account_id: str) -> tuple[Thread, str]:
+def party_thread(session: Session, thread_id: str, account_id: str) -> tuple[Thread, str]:
     """The thread and the caller's side. A non-party cannot tell it from a missing one."""
     thread = _THREAD.one_or_none(session, thread_id=thread_id)
     if thread is None or account_id not in (thread.poster_id, thread.opener_id):
@@ -224,7 +182,7 @@ def _party_thread(session: Session, thread_id: str, account_id: str) -> tuple[Th
     return thread, "poster" if account_id == thread.poster_id else "negotiator"
 
 
-def _refuse_unless_open(thread: Thread, now: datetime) -> None:
+def refuse_unless_open(thread: Thread, now: datetime) -> None:
     status = effective_status(thread, now)
     if status == "finalized":
         raise AlreadyFinalized()
@@ -250,8 +208,8 @@ def offer(
         session, thread_id=thread_id, now=now, caller=account_id, diff=diff
     )
     if moved is None:
-        thread, side = _party_thread(session, thread_id, account_id)
-        _refuse_unless_open(thread, now)
+        thread, side = party_thread(session, thread_id, account_id)
+        refuse_unless_open(thread, now)
         if thread.turn != side:
             raise OutOfTurn()
         text = _diff(diff)
@@ -261,8 +219,8 @@ def offer(
             session, thread_id=thread_id, now=now, caller=account_id, diff=text
         )
         if moved is None:
-            thread, _ = _party_thread(session, thread_id, account_id)
-            _refuse_unless_open(thread, now)
+            thread, _ = party_thread(session, thread_id, account_id)
+            refuse_unless_open(thread, now)
             raise OutOfTurn()
     else:
         screen({"diff": _diff(diff)})
@@ -275,16 +233,16 @@ def offer(
 
 def close(session: Session, account_id: str, thread_id: str, *, now: datetime) -> dict:
     """Either party rejects an open thread; the opener's hold goes back to them."""
-    thread, _ = _party_thread(session, thread_id, account_id)
+    thread, _ = party_thread(session, thread_id, account_id)
     if thread.status == "rejected":
         return view(thread, now)  # closing twice changes nothing
-    _refuse_unless_open(thread, now)
+    refuse_unless_open(thread, now)
     closed = _REJECT.one_or_none(session, thread_id=thread.id, now=now)
     if closed is None:  # someone else moved it meanwhile
-        thread, _ = _party_thread(session, thread_id, account_id)
+        thread, _ = party_thread(session, thread_id, account_id)
         if thread.status == "rejected":
             return view(thread, now)
-        _refuse_unless_open(thread, now)
+        refuse_unless_open(thread, now)
         raise OutOfTurn()
     ledger.release_hold(session, closed.hold_id, now=now)
     other = closed.opener_id if account_id == closed.poster_id else closed.poster_id
@@ -310,7 +268,7 @@ def _with_counterparty(
 
 
 def read(session: Session, account_id: str, thread_id: str, *, now: datetime) -> dict:
-    thread, _ = _party_thread(session, thread_id, account_id)
+    thread, _ = party_thread(session, thread_id, account_id)
     return _with_counterparty(session, account_id, [thread], now)[0]
 
 
@@ -357,97 +315,6 @@ def expire_due(session: Session, *, now: datetime) -> int:
     return len(closed)
 
 
-def finalize(
-    session: Session, poster: AccountRecord, thread_id: str, *, signer: Signer, now: datetime
-) -> dict:
-    """Seal the thread: capture the opener's held fee and charge the poster's, create the
-    deal, mark the listing matched, auto-close competing threads and release their holds.
-    One transaction: any refusal leaves everything as it was."""
-    # Locks in one order: the listing, its open threads, then every wallet the seal moves
-    # (ledger.locks). The listing lock serialises finalize against finalize and against
-    # opening; the thread is read under it, as a competing seal may have closed it. (A
-    # caller who is no party holds the locks only until its refusal rolls back.)
-    locked_listing = _LOCK_LISTING_OF.later(session, thread_id=thread_id)
-    competitors = _OPEN_ON_LISTING_OF.all(session, thread_id=thread_id)  # with the lock above
-    listing = locked_listing.one_or_none()
-    # An open thread is among them; any other is read to say why it cannot be sealed.
-    thread = next((t for t in competitors if t.id == thread_id), None)
-    if thread is not None and poster.id in (thread.poster_id, thread.opener_id):
-        side = "poster" if poster.id == thread.poster_id else "negotiator"
-    else:
-        thread, side = _party_thread(session, thread_id, poster.id)
-    if side != "poster":
-        raise Forbidden("Only the listing's poster may finalize; nothing moved.")
-    if listing is None:
-        raise NotFound("No such listing.")
-    _refuse_unless_open(thread, now)
-    if thread.turn != "poster":
-        raise OutOfTurn("Your last offer is unanswered: the negotiator's diff must stand to seal.")
-    if not listings.is_live(listing, now):
-        raise ListingExpired("The listing is no longer live; nothing was charged.")
-    negotiator = accounts.record(session, thread.opener_id)
-    deals.ensure_routes(poster, negotiator)
-    ledger.lock_wallets(session, [poster.id, *(t.opener_id for t in competitors)])
-    # Conditional on the thread still being open: anything else is a conflict.
-    won = _SEAL.execute(session, thread_id=thread.id, now=now)
-    if won != 1:
-        thread, _ = _party_thread(session, thread_id, poster.id)
-        _refuse_unless_open(thread, now)
-        raise OutOfTurn()
-    ledger.capture_hold(
-        session,
-        thread.hold_id,
-        sink=books.FEES,
-        kind="deal_fee",
-        memo="deal fee, negotiator side",
-        now=now,
-        # The opener's wallet: locked above, as the sealed thread is among `competitors`.
-        locked_wallet=books.wallet_code(thread.opener_id),
-    )
-    ledger.charge(
-        session,
-        poster.id,
-        thread.amount_micro,
-        sink=books.FEES,
-        kind="deal_fee",
-        memo="deal fee, poster side",
-        reference=thread.id,
-        now=now,
-    )
-    listings.mark_matched(session, listing.id)
-    _auto_close_competitors(session, thread, competitors, now)
-    deal = deals.seal(
-        session,
-        thread_id=thread.id,
-        listing_id=thread.listing_id,
-        poster=poster,
-        negotiator=negotiator,
-        amount_micro=thread.amount_micro,
-        poster_role=poster_role(listing),
-        category=listing.category,
-        now=now,
-    )
-    sealed = {"deal_id": deal.id, "thread_id": thread.id, "listing_id": thread.listing_id}
-    webhooks.enqueue_for_both(
-        session, (poster.id, negotiator.id), "deal.sealed", deal.id, sealed, now=now
-    )
-    return deals.package(deal, poster.id, signer=signer, now=now)
-
-
-def _auto_close_competitors(
-    session: Session, sealed: Thread, threads: list[Thread], now: datetime
-) -> None:
-    for other in threads:
-        if other.id == sealed.id:
-            continue
-        closed = _CLOSE_COMPETITOR.execute(session, thread_id=other.id, now=now)
-        if closed != 1:  # locked and seen open above: nothing else can have moved it
-            raise listings.ListingConflict()
-        ledger.release_hold(session, other.hold_id, now=now)
-        data = {**webhooks.thread_data(other), "status": "closed", "reason": "sealed_elsewhere"}
-        webhooks.enqueue(session, other.opener_id, "thread.auto_closed", other.id, data, now=now)
-
-
 # --- Idempotency-Key wrappers: the same call, through any front door, happens once ----
 
 
@@ -478,39 +345,4 @@ def close_once(
         key,
         lambda: Outcome(200, close(session, account_id, thread_id, now=now)),
         now=now,
-    )
-
-
-def finalize_once(
-    session: Session,
-    poster: AccountRecord,
-    thread_id: str,
-    key: IdempotencyKey,
-    *,
-    signer: Signer,
-    now: datetime,
-    one_time_token: tuple[str, str, int] | None = None,
-) -> Outcome:
-    """Seal once per key. The package carries a bearer credential, so only the deal id is
-    kept; a replay renders the same (deterministic) package again from the deal. An agent
-    OAuth token seals once: it is spent with the seal (a replay with the same key is
-    still answered from the first seal)."""
-
-    def seal() -> Outcome:
-        if one_time_token is not None:
-            identities.spend(session, one_time_token, now=now)
-        return Outcome(201, finalize(session, poster, thread_id, signer=signer, now=now))
-
-    return run_once(
-        session,
-        poster.id,
-        key,
-        seal,
-        now=now,
-        stored=lambda body: {"deal_id": body["id"]},
-        replayed=lambda kept: Outcome(
-            kept.status,
-            deals.read(session, poster.id, kept.body["deal_id"], signer=signer, now=now),
-            replayed=True,
-        ),
     )

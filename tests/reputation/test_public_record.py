@@ -9,7 +9,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from agent_broker import clock
-from agent_broker.tokens.verify import MemoryNonceBook, ProofVerifier
+from agent_broker.client.verify import MemoryNonceBook, ProofVerifier
 from tests.deals.test_feedback import dispute, rate
 from tests.deals.test_finalize import finalize
 from tests.helpers import Agent, assert_problem, complete_profile, fund, register

@@ -1,4 +1,4 @@
-"""The proof verifier of SPEC 4.5 (agent_broker.tokens.verify) and `agent-broker
+"""The proof verifier of SPEC 4.5 (agent_broker.client.verify) and `agent-broker
 verify-proof`: each of the five steps fails closed, in order."""
 
 from __future__ import annotations
@@ -15,6 +15,16 @@ from typer.testing import CliRunner
 
 from agent_broker import clock
 from agent_broker.cli import app as cli
+from agent_broker.client.verify import (
+    KeyDocumentUnavailable,
+    MemoryNonceBook,
+    NonceReused,
+    ProofVerifier,
+    ServiceKeys,
+    WrongNonce,
+    failed_step,
+    key_document_url,
+)
 from agent_broker.tokens import keys, service
 from agent_broker.tokens.service import (
     BadSignature,
@@ -24,16 +34,6 @@ from agent_broker.tokens.service import (
     UnknownKey,
     WrongAudience,
     WrongType,
-)
-from agent_broker.tokens.verify import (
-    KeyDocumentUnavailable,
-    MemoryNonceBook,
-    NonceReused,
-    ProofVerifier,
-    ServiceKeys,
-    WrongNonce,
-    failed_step,
-    key_document_url,
 )
 from tests.helpers import register
 from tests.tokens import reference

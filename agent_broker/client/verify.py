@@ -20,7 +20,11 @@ Only then is the record inside the proof returned; rely on nothing else.
 The service keeps no nonce record, so single use is the relying party's job: MemoryNonceBook
 keeps nonces in this process only. A relying party running several workers, or one that
 must survive a restart within a proof's life, implements NonceBook over shared storage,
-e.g. a table with a unique nonce column burnt with one atomic `DELETE ... RETURNING`."""
+e.g. a table with a unique nonce column burnt with one atomic `DELETE ... RETURNING`.
+
+It runs in the relying party's process, so it lives with the client; the token format it
+shares with the service (signature, type and time checks, the origin rule) stays in
+agent_broker.tokens, which the service uses to sign."""
 
 from __future__ import annotations
 

@@ -1,0 +1,35 @@
+"""The agent-broker command: one module per command group (serve.py: `serve` and `mcp`;
+db, admin, jobs, keys, ledger; verify_proof.py; `agent` is the client's,
+agent_broker.client.cli), put together here in the order `--help` lists them."""
+
+from __future__ import annotations
+
+import typer
+
+from agent_broker.cli import serve, verify_proof
+from agent_broker.cli.admin import admin_app
+from agent_broker.cli.db import db_app
+from agent_broker.cli.jobs import jobs_app
+from agent_broker.cli.keys import keys_app
+from agent_broker.cli.ledger import ledger_app
+from agent_broker.cli.serve import event_loop_for
+from agent_broker.client.cli import agent_app
+
+__all__ = ["app", "event_loop_for", "main"]
+
+app = typer.Typer(
+    help="agent-broker: a marketplace broker for automated agents.", no_args_is_help=True
+)
+app.command()(serve.serve)
+app.command("mcp")(serve.mcp)
+app.command("verify-proof")(verify_proof.verify_proof)
+app.add_typer(db_app, name="db")
+app.add_typer(admin_app, name="admin")
+app.add_typer(jobs_app, name="jobs")
+app.add_typer(keys_app, name="keys")
+app.add_typer(ledger_app, name="ledger")
+app.add_typer(agent_app, name="agent")
+
+
+def main() -> None:
+    app(prog_name="agent-broker")

@@ -1,0 +1,142 @@
+"""`agent-broker admin`: operator actions on accounts and payments (a credit, the x402
+payments awaiting reconciliation, an identity link)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+import typer
+
+from agent_broker.cli.common import load_settings, open_database
+
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session
+
+admin_app = typer.Typer(help="Operator actions.", no_args_is_help=True)
+
+
+@admin_app.command("credit")
+def admin_credit(
+    account_id: str,
+    amount_micro: int,
+    reason: str = typer.Option(..., "--reason", help="Why; kept in the journal."),
+    real_money: bool = typer.Option(False, "--real-money", help="Also mark the account funded."),
+) -> None:
+    """Credit an account (journalled)."""
+    from agent_broker import clock
+    from agent_broker.ledger import books
+    from agent_broker.ledger.service import credit, wallet
+
+    if amount_micro <= 0:
+        typer.echo("AMOUNT_MICRO must be a positive integer", err=True)
+        raise typer.Exit(2)
+    _require_uuid(account_id)
+    if not reason.strip():
+        typer.echo("--reason must not be empty", err=True)
+        raise typer.Exit(2)
+    with _account_transaction(account_id) as session:
+        now = clock.now()
+        credit(
+            session,
+            account_id,
+            amount_micro,
+            source=books.OPERATOR,
+            kind="admin_credit",
+            memo=reason.strip(),
+            now=now,
+            real_money=real_money,
+        )
+        view = wallet(session, account_id, now=now)
+    typer.echo(
+        f"credited {amount_micro} µUSD to {account_id}; balance_micro={view.spendable_micro}"
+        f" funded={str(view.funded).lower()}"
+    )
+
+
+@admin_app.command("x402-pending")
+def admin_x402_pending(
+    older_than_minutes: int = typer.Option(
+        5, "--older-than", min=0, help="Only claims at least this many minutes old."
+    ),
+) -> None:
+    """List x402 payments kept for reconciliation: `pending` ones, whose settlement is
+    unknown (the facilitator did not answer, or answered that the transfer is pending),
+    and `mismatch` ones, settled otherwise than their authorization says (another payer,
+    network or amount). Check each on chain, and credit a transfer that happened and is
+    owed with `admin credit --real-money`. Nothing was credited for them, and each
+    authorization stays refused (409 x402_payment_replay)."""
+    from datetime import timedelta
+
+    from agent_broker import clock
+    from agent_broker.payments.x402.service import pending_claims
+
+    db = open_database(load_settings())
+    try:
+        with db.reader() as session:
+            before = clock.now() - timedelta(minutes=older_than_minutes)
+            claims = pending_claims(session, before=before)
+    finally:
+        db.dispose()
+    if not claims:
+        typer.echo("no x402 payment awaits reconciliation")
+        return
+    for claim in claims:
+        typer.echo(
+            f"{claim.id}\t{claim.status}\t{claim.claimed_at.isoformat()}\t{claim.network}"
+            f"\t{claim.payer}\t{claim.amount_micro} µUSD\tnonce {claim.nonce}"
+            f"\ttransaction {claim.transaction or '-'}\t{claim.note or ''}"
+        )
+
+
+@admin_app.command("link-identity")
+def admin_link_identity(
+    account_id: str,
+    issuer: str = typer.Option(..., "--issuer", help="The identity provider's issuer (iss)."),
+    subject: str = typer.Option(..., "--subject", help="The operator's subject (sub)."),
+) -> None:
+    """Let an identity-provider subject reach an account through dashboard sessions."""
+    from agent_broker import clock
+    from agent_broker.accounts import identities
+
+    _require_uuid(account_id)
+    if not issuer.strip() or not subject.strip():
+        typer.echo("--issuer and --subject must not be empty", err=True)
+        raise typer.Exit(2)
+    with _account_transaction(account_id) as session:
+        # The settings name the OAuth issuer, for the kind the new link's event tells.
+        linked = identities.link(
+            session, issuer, subject, account_id, now=clock.now(), settings=load_settings()
+        )
+    if linked != account_id:
+        typer.echo(f"identity already linked to another account: {linked}", err=True)
+        raise typer.Exit(1)
+    typer.echo(f"identity {issuer} {subject} reaches account {account_id}")
+
+
+@contextmanager
+def _account_transaction(account_id: str) -> Iterator[Session]:
+    """A write transaction on the database, committed when the block ends, once the
+    account is known to exist (exit 1 otherwise)."""
+    from agent_broker.accounts.models import Account
+
+    db = open_database(load_settings())
+    try:
+        with db.writer() as session:
+            if session.get(Account, account_id) is None:
+                typer.echo(f"no account {account_id}", err=True)
+                raise typer.Exit(1)
+            yield session
+            session.commit()
+    finally:
+        db.dispose()
+
+
+def _require_uuid(account_id: str) -> None:
+    try:
+        uuid.UUID(account_id)
+    except ValueError:
+        typer.echo("ACCOUNT_ID must be an account UUID", err=True)
+        raise typer.Exit(2) from None

@@ -1,0 +1,162 @@
+"""Thread tools: opening a negotiation, reading it, offers, closing, sealing the deal. One
+function per tool, each registering it on the toolbox (the order is
+trade_tools.TRADE_TOOLS)."""
+
+from __future__ import annotations
+
+from mcp.server.mcpserver import Context
+
+from agent_broker import clock
+from agent_broker.deals.schemas import DealPackage
+from agent_broker.mcp_tools.common import (
+    FINAL,
+    KEYED,
+    ONCE,
+    READS,
+    Id,
+    IdempotencyKeyArg,
+    Result,
+    Toolbox,
+    shaped,
+)
+from agent_broker.mcp_tools.plumbing import as_caller, idempotency, parsed
+from agent_broker.threads import sealing
+from agent_broker.threads import service as threads
+from agent_broker.threads.schemas import DiffRequest, ThreadOut, ThreadRead
+from agent_broker.tokens.startup import signer_of
+
+
+def add_open_thread(box: Toolbox) -> None:
+    @box.tool(
+        "open_thread",
+        "Open a negotiation on a listing with your proposed terms: holds 2,000 credits "
+        "(the deal fee), released if no deal seals. Retry with the same idempotency_key.",
+        KEYED,
+    )
+    async def open_thread(
+        ctx: Context, listing_id: Id, diff: str, idempotency_key: IdempotencyKeyArg
+    ) -> Result:
+        request = parsed(DiffRequest, {"diff": diff})
+        key = idempotency(
+            box.app,
+            idempotency_key,
+            "POST /v1/listings/{listing_id}/threads",
+            {"listing_id": listing_id},
+            {"diff": diff},
+        )
+        assert key is not None
+        outcome = await as_caller(
+            box.app,
+            box.key_of(ctx),
+            lambda session, caller: threads.open_thread_once(
+                session,
+                caller.account,
+                listing_id,
+                request.diff,
+                key,
+                screen=box.screen(caller.account_id),
+                ttl=box.app.state.settings.thread_ttl,
+                now=clock.now(),
+            ),
+            write=True,
+        )
+        return shaped(ThreadOut, outcome.body, exclude_none=False)
+
+
+def add_get_thread(box: Toolbox) -> None:
+    @box.tool(
+        "get_thread",
+        "A negotiation you are in: terms, whose turn, the counterparty's standing. Free.",
+        READS,
+    )
+    async def get_thread(ctx: Context, thread_id: Id) -> Result:
+        view = await as_caller(
+            box.app,
+            box.key_of(ctx),
+            lambda session, caller: threads.read(
+                session, caller.account_id, thread_id, now=clock.now()
+            ),
+        )
+        return shaped(ThreadRead, view)
+
+
+def add_make_offer(box: Toolbox) -> None:
+    @box.tool(
+        "make_offer",
+        "Make an offer in your turn: the terms replace the running ones and the turn passes. "
+        "Free. Not idempotent: read the thread before retrying.",
+        ONCE,
+    )
+    async def make_offer(ctx: Context, thread_id: Id, diff: str) -> Result:
+        request = parsed(DiffRequest, {"diff": diff})
+        view = await as_caller(
+            box.app,
+            box.key_of(ctx),
+            lambda session, caller: threads.offer(
+                session,
+                caller.account_id,
+                thread_id,
+                request.diff,
+                screen=box.screen(caller.account_id),
+                now=clock.now(),
+            ),
+            write=True,
+        )
+        return shaped(ThreadOut, view, exclude_none=False)
+
+
+def add_close_thread(box: Toolbox) -> None:
+    @box.tool(
+        "close_thread",
+        "Close a negotiation without a deal (the opener's hold is released). Free.",
+        FINAL,
+    )
+    async def close_thread(
+        ctx: Context, thread_id: Id, idempotency_key: IdempotencyKeyArg
+    ) -> Result:
+        key = idempotency(
+            box.app,
+            idempotency_key,
+            "POST /v1/threads/{thread_id}/close",
+            {"thread_id": thread_id},
+            None,
+        )
+        assert key is not None
+        outcome = await as_caller(
+            box.app,
+            box.key_of(ctx),
+            lambda session, caller: threads.close_once(
+                session, caller.account_id, thread_id, key, now=clock.now()
+            ),
+            write=True,
+        )
+        return shaped(ThreadOut, outcome.body, exclude_none=False)
+
+
+def add_finalize(box: Toolbox) -> None:
+    @box.tool(
+        "finalize",
+        "Poster only: accept the counterparty's standing offer and seal the deal. Charges "
+        "2,000 credits (the deal fee) to you and captures the opener's hold; both sides then "
+        "see each other's contact and route. Retry with the same idempotency_key.",
+        FINAL,
+    )
+    async def finalize(ctx: Context, thread_id: Id, idempotency_key: IdempotencyKeyArg) -> Result:
+        key = idempotency(
+            box.app,
+            idempotency_key,
+            "POST /v1/threads/{thread_id}/finalize",
+            {"thread_id": thread_id},
+            None,
+        )
+        assert key is not None
+        signer = signer_of(box.app)
+        outcome = await as_caller(
+            box.app,
+            box.key_of(ctx),
+            lambda session, caller: sealing.finalize_once(
+                session, caller.account, thread_id, key, signer=signer, now=clock.now()
+            ),
+            write=True,
+        )
+        return shaped(DealPackage, outcome.body)

@@ -1,0 +1,200 @@
+"""Sealing a thread into a deal (finalize): under the listing's lock, the seal captures the
+opener's held fee and charges the poster's through the ledger, marks the listing matched,
+auto-closes the competing threads and releases their holds, creates the deal and answers
+its package with the reveal. One transaction; the negotiation before it is
+agent_broker.threads.service."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import bindparam, select, update
+from sqlalchemy.orm import Session
+
+from agent_broker.accounts import identities
+from agent_broker.accounts import service as accounts
+from agent_broker.accounts.models import AccountRecord
+from agent_broker.db.prepared import Prepared
+from agent_broker.deals import service as deals
+from agent_broker.idempotency.service import IdempotencyKey, Outcome, run_once
+from agent_broker.ledger import books
+from agent_broker.ledger import service as ledger
+from agent_broker.listings import service as listings
+from agent_broker.listings.models import Listing
+from agent_broker.listings.views import poster_role
+from agent_broker.problems import Forbidden, NotFound
+from agent_broker.threads.errors import ListingExpired, OutOfTurn
+from agent_broker.threads.models import Thread
+from agent_broker.threads.service import OPEN_NOW, party_thread, refuse_unless_open
+from agent_broker.tokens.keys import Signer
+from agent_broker.webhooks import service as webhooks
+
+_threads = Thread.__table__
+
+# The statements of the seal, prepared once (agent_broker.db.prepared). The thread's
+# listing, read and row-locked as listings.lock does, found by the thread's id: a thread
+# never changes listing, so a seal reads the thread only once, under the lock.
+_listings = Listing.__table__
+_LOCK_LISTING_OF = Prepared(
+    select(_listings)
+    .where(
+        _listings.c.id
+        == select(_threads.c.listing_id)
+        .where(_threads.c.id == bindparam("thread_id"))
+        .scalar_subquery()
+    )
+    .with_for_update()
+)
+_SEAL = Prepared(
+    update(_threads)
+    .where(*OPEN_NOW, _threads.c.turn == "poster")
+    .values(status="finalized", updated_at=bindparam("now"))
+)
+_CLOSE_COMPETITOR = Prepared(
+    update(_threads)
+    .where(_threads.c.id == bindparam("thread_id"), _threads.c.status == "open")
+    .values(status="closed", updated_at=bindparam("now"))
+)
+# The open threads of a thread's listing, row-locked in id order (finalize: sent with the
+# listing's lock, so the listing is locked first).
+_OPEN_ON_LISTING_OF = Prepared(
+    select(_threads)
+    .where(
+        _threads.c.listing_id
+        == select(_threads.c.listing_id)
+        .where(_threads.c.id == bindparam("thread_id"))
+        .scalar_subquery(),
+        _threads.c.status == "open",
+    )
+    .order_by(_threads.c.id)
+    .with_for_update()
+)
+
+
+def finalize(
+    session: Session, poster: AccountRecord, thread_id: str, *, signer: Signer, now: datetime
+) -> dict:
+    """Seal the thread: capture the opener's held fee and charge the poster's, create the
+    deal, mark the listing matched, auto-close competing threads and release their holds.
+    One transaction: any refusal leaves everything as it was."""
+    # Locks in one order: the listing, its open threads, then every wallet the seal moves
+    # (ledger.locks). The listing lock serialises finalize against finalize and against
+    # opening; the thread is read under it, as a competing seal may have closed it. (A
+    # caller who is no party holds the locks only until its refusal rolls back.)
+    locked_listing = _LOCK_LISTING_OF.later(session, thread_id=thread_id)
+    competitors = _OPEN_ON_LISTING_OF.all(session, thread_id=thread_id)  # with the lock above
+    listing = locked_listing.one_or_none()
+    # An open thread is among them; any other is read to say why it cannot be sealed.
+    thread = next((t for t in competitors if t.id == thread_id), None)
+    if thread is not None and poster.id in (thread.poster_id, thread.opener_id):
+        side = "poster" if poster.id == thread.poster_id else "negotiator"
+    else:
+        thread, side = party_thread(session, thread_id, poster.id)
+    if side != "poster":
+        raise Forbidden("Only the listing's poster may finalize; nothing moved.")
+    if listing is None:
+        raise NotFound("No such listing.")
+    refuse_unless_open(thread, now)
+    if thread.turn != "poster":
+        raise OutOfTurn("Your last offer is unanswered: the negotiator's diff must stand to seal.")
+    if not listings.is_live(listing, now):
+        raise ListingExpired("The listing is no longer live; nothing was charged.")
+    negotiator = accounts.record(session, thread.opener_id)
+    deals.ensure_routes(poster, negotiator)
+    ledger.lock_wallets(session, [poster.id, *(t.opener_id for t in competitors)])
+    # Conditional on the thread still being open: anything else is a conflict.
+    won = _SEAL.execute(session, thread_id=thread.id, now=now)
+    if won != 1:
+        thread, _ = party_thread(session, thread_id, poster.id)
+        refuse_unless_open(thread, now)
+        raise OutOfTurn()
+    ledger.capture_hold(
+        session,
+        thread.hold_id,
+        sink=books.FEES,
+        kind="deal_fee",
+        memo="deal fee, negotiator side",
+        now=now,
+        # The opener's wallet: locked above, as the sealed thread is among `competitors`.
+        locked_wallet=books.wallet_code(thread.opener_id),
+    )
+    ledger.charge(
+        session,
+        poster.id,
+        thread.amount_micro,
+        sink=books.FEES,
+        kind="deal_fee",
+        memo="deal fee, poster side",
+        reference=thread.id,
+        now=now,
+    )
+    listings.mark_matched(session, listing.id)
+    _auto_close_competitors(session, thread, competitors, now)
+    deal = deals.seal(
+        session,
+        thread_id=thread.id,
+        listing_id=thread.listing_id,
+        poster=poster,
+        negotiator=negotiator,
+        amount_micro=thread.amount_micro,
+        poster_role=poster_role(listing),
+        category=listing.category,
+        now=now,
+    )
+    sealed = {"deal_id": deal.id, "thread_id": thread.id, "listing_id": thread.listing_id}
+    webhooks.enqueue_for_both(
+        session, (poster.id, negotiator.id), "deal.sealed", deal.id, sealed, now=now
+    )
+    return deals.package(deal, poster.id, signer=signer, now=now)
+
+
+def _auto_close_competitors(
+    session: Session, sealed: Thread, threads: list[Thread], now: datetime
+) -> None:
+    for other in threads:
+        if other.id == sealed.id:
+            continue
+        closed = _CLOSE_COMPETITOR.execute(session, thread_id=other.id, now=now)
+        if closed != 1:  # locked and seen open above: nothing else can have moved it
+            raise listings.ListingConflict()
+        ledger.release_hold(session, other.hold_id, now=now)
+        data = {**webhooks.thread_data(other), "status": "closed", "reason": "sealed_elsewhere"}
+        webhooks.enqueue(session, other.opener_id, "thread.auto_closed", other.id, data, now=now)
+
+
+# --- Idempotency-Key wrapper: the same call, through any front door, happens once ------
+
+
+def finalize_once(
+    session: Session,
+    poster: AccountRecord,
+    thread_id: str,
+    key: IdempotencyKey,
+    *,
+    signer: Signer,
+    now: datetime,
+    one_time_token: tuple[str, str, int] | None = None,
+) -> Outcome:
+    """Seal once per key. The package carries a bearer credential, so only the deal id is
+    kept; a replay renders the same (deterministic) package again from the deal. An agent
+    OAuth token seals once: it is spent with the seal (a replay with the same key is
+    still answered from the first seal)."""
+
+    def seal() -> Outcome:
+        if one_time_token is not None:
+            identities.spend(session, one_time_token, now=now)
+        return Outcome(201, finalize(session, poster, thread_id, signer=signer, now=now))
+
+    return run_once(
+        session,
+        poster.id,
+        key,
+        seal,
+        now=now,
+        stored=lambda body: {"deal_id": body["id"]},
+        replayed=lambda kept: Outcome(
+            kept.status,
+            deals.read(session, poster.id, kept.body["deal_id"], signer=signer, now=now),
+            replayed=True,
+        ),
+    )

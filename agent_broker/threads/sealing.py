@@ -8,67 +8,24 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import bindparam, select, update
 from sqlalchemy.orm import Session
 
 from agent_broker.accounts import identities
 from agent_broker.accounts import service as accounts
 from agent_broker.accounts.models import AccountRecord
-from agent_broker.db.prepared import Prepared
 from agent_broker.deals import service as deals
 from agent_broker.idempotency.service import IdempotencyKey, Outcome, run_once
 from agent_broker.ledger import books
 from agent_broker.ledger import service as ledger
 from agent_broker.listings import service as listings
-from agent_broker.listings.models import Listing
 from agent_broker.listings.views import poster_role
 from agent_broker.problems import Forbidden, NotFound
+from agent_broker.threads import repository
 from agent_broker.threads.errors import ListingExpired, OutOfTurn
 from agent_broker.threads.models import Thread
-from agent_broker.threads.service import OPEN_NOW, party_thread, refuse_unless_open
+from agent_broker.threads.service import party_thread, refuse_unless_open
 from agent_broker.tokens.keys import Signer
 from agent_broker.webhooks import service as webhooks
-
-_threads = Thread.__table__
-
-# The statements of the seal, prepared once (agent_broker.db.prepared). The thread's
-# listing, read and row-locked as listings.lock does, found by the thread's id: a thread
-# never changes listing, so a seal reads the thread only once, under the lock.
-_listings = Listing.__table__
-_LOCK_LISTING_OF = Prepared(
-    select(_listings)
-    .where(
-        _listings.c.id
-        == select(_threads.c.listing_id)
-        .where(_threads.c.id == bindparam("thread_id"))
-        .scalar_subquery()
-    )
-    .with_for_update()
-)
-_SEAL = Prepared(
-    update(_threads)
-    .where(*OPEN_NOW, _threads.c.turn == "poster")
-    .values(status="finalized", updated_at=bindparam("now"))
-)
-_CLOSE_COMPETITOR = Prepared(
-    update(_threads)
-    .where(_threads.c.id == bindparam("thread_id"), _threads.c.status == "open")
-    .values(status="closed", updated_at=bindparam("now"))
-)
-# The open threads of a thread's listing, row-locked in id order (finalize: sent with the
-# listing's lock, so the listing is locked first).
-_OPEN_ON_LISTING_OF = Prepared(
-    select(_threads)
-    .where(
-        _threads.c.listing_id
-        == select(_threads.c.listing_id)
-        .where(_threads.c.id == bindparam("thread_id"))
-        .scalar_subquery(),
-        _threads.c.status == "open",
-    )
-    .order_by(_threads.c.id)
-    .with_for_update()
-)
 
 
 def finalize(
@@ -81,9 +38,10 @@ def finalize(
     # (ledger.locks). The listing lock serialises finalize against finalize and against
     # opening; the thread is read under it, as a competing seal may have closed it. (A
     # caller who is no party holds the locks only until its refusal rolls back.)
-    locked_listing = _LOCK_LISTING_OF.later(session, thread_id=thread_id)
-    competitors = _OPEN_ON_LISTING_OF.all(session, thread_id=thread_id)  # with the lock above
-    listing = locked_listing.one_or_none()
+    locked_listing = repository.lock_listing_of_later(session, thread_id)
+    # The open threads, sent with the listing's lock above.
+    competitors = repository.lock_open_threads_on_listing_of(session, thread_id)
+    listing = locked_listing()
     # An open thread is among them; any other is read to say why it cannot be sealed.
     thread = next((t for t in competitors if t.id == thread_id), None)
     if thread is not None and poster.id in (thread.poster_id, thread.opener_id):
@@ -103,8 +61,7 @@ def finalize(
     deals.ensure_routes(poster, negotiator)
     ledger.lock_wallets(session, [poster.id, *(t.opener_id for t in competitors)])
     # Conditional on the thread still being open: anything else is a conflict.
-    won = _SEAL.execute(session, thread_id=thread.id, now=now)
-    if won != 1:
+    if not repository.finalize_if_open(session, thread.id, now=now):
         thread, _ = party_thread(session, thread_id, poster.id)
         refuse_unless_open(thread, now)
         raise OutOfTurn()
@@ -154,8 +111,8 @@ def _auto_close_competitors(
     for other in threads:
         if other.id == sealed.id:
             continue
-        closed = _CLOSE_COMPETITOR.execute(session, thread_id=other.id, now=now)
-        if closed != 1:  # locked and seen open above: nothing else can have moved it
+        # Locked and seen open above: nothing else can have moved it.
+        if not repository.close_if_open(session, other.id, now=now):
             raise listings.ListingConflict()
         ledger.release_hold(session, other.hold_id, now=now)
         data = {**webhooks.thread_data(other), "status": "closed", "reason": "sealed_elsewhere"}

@@ -6,14 +6,13 @@ from __future__ import annotations
 import uuid
 from datetime import datetime, timedelta
 
-from sqlalchemy import bindparam, case, or_, select, update
+from sqlalchemy import or_, select, update
 from sqlalchemy.orm import Session
 
 from agent_broker import clock
 from agent_broker.accounts import service as accounts
 from agent_broker.accounts.models import AccountRecord
 from agent_broker.accounts.profile import setup_requirements
-from agent_broker.db.prepared import Prepared, inserting
 from agent_broker.idempotency.service import IdempotencyKey, Outcome, run_once
 from agent_broker.ledger import service as ledger
 from agent_broker.listings import service as listings
@@ -22,6 +21,7 @@ from agent_broker.problems import Forbidden, InvalidInput, NotFound, Reason
 from agent_broker.reputation import records as reputation_records
 from agent_broker.reputation import service as reputation
 from agent_broker.scanning.brake import Screen
+from agent_broker.threads import repository
 from agent_broker.threads.errors import (
     AlreadyFinalized,
     ListingExpired,
@@ -35,39 +35,6 @@ from agent_broker.webhooks import service as webhooks
 
 MINE_LIMIT = 200
 _threads = Thread.__table__
-
-# The statements of every negotiation step, prepared once (agent_broker.db.prepared).
-_THREAD = Prepared(select(_threads).where(_threads.c.id == bindparam("thread_id")))
-_INSERT = inserting(_threads, returning=True)
-# A thread that can still move (the seal's condition too).
-OPEN_NOW = (
-    _threads.c.id == bindparam("thread_id"),
-    _threads.c.status == "open",
-    _threads.c.expires_at > bindparam("now"),
-)
-# The offer in one statement when the caller is a party whose turn it is (the usual case);
-# it matches nothing otherwise, and offer() then reads the thread to say why. Conditional
-# on the turn, so two simultaneous offers cannot both land.
-_CALLERS_SIDE = case(
-    (_threads.c.poster_id == bindparam("caller"), "poster"),
-    (_threads.c.opener_id == bindparam("caller"), "negotiator"),
-)
-_OFFER_IN_TURN = Prepared(
-    update(_threads)
-    .where(*OPEN_NOW, _threads.c.turn == _CALLERS_SIDE)
-    .values(
-        diff=bindparam("diff"),
-        turn=case((_threads.c.turn == "poster", "negotiator"), else_="poster"),
-        updated_at=bindparam("now"),
-    )
-    .returning(*_threads.c)
-)
-_REJECT = Prepared(
-    update(_threads)
-    .where(_threads.c.id == bindparam("thread_id"), _threads.c.status == "open")
-    .values(status="rejected", updated_at=bindparam("now"))
-    .returning(*_threads.c)
-)
 
 
 def effective_status(thread: Thread, now: datetime) -> str:
@@ -148,7 +115,7 @@ def open_thread(
         session, opener.id, DEAL_FEE_MICRO, reference=thread_id, expires_at=expires_at, now=now
     )
     reputation.touch(session, [opener.id], now=now)
-    thread = _INSERT.queue_row(
+    thread = repository.insert_thread(
         session,
         id=thread_id,
         listing_id=listing.id,
@@ -176,7 +143,7 @@ def open_thread(
 
 def party_thread(session: Session, thread_id: str, account_id: str) -> tuple[Thread, str]:
     """The thread and the caller's side. A non-party cannot tell it from a missing one."""
-    thread = _THREAD.one_or_none(session, thread_id=thread_id)
+    thread = repository.find_thread(session, thread_id)
     if thread is None or account_id not in (thread.poster_id, thread.opener_id):
         raise NotFound("No such thread.")
     return thread, "poster" if account_id == thread.poster_id else "negotiator"
@@ -204,9 +171,7 @@ def offer(
     # Written first, then checked: a refusal of the text rolls the offer back with the
     # transaction, and every other refusal comes from the thread as read below, in the
     # order it always had (404, the thread's state, the turn, the text).
-    moved = _OFFER_IN_TURN.one_or_none(
-        session, thread_id=thread_id, now=now, caller=account_id, diff=diff
-    )
+    moved = repository.offer_in_turn(session, thread_id, caller=account_id, diff=diff, now=now)
     if moved is None:
         thread, side = party_thread(session, thread_id, account_id)
         refuse_unless_open(thread, now)
@@ -215,9 +180,7 @@ def offer(
         text = _diff(diff)
         screen({"diff": text})
         # Open and the caller's turn as read now: another offer landed in between.
-        moved = _OFFER_IN_TURN.one_or_none(
-            session, thread_id=thread_id, now=now, caller=account_id, diff=text
-        )
+        moved = repository.offer_in_turn(session, thread_id, caller=account_id, diff=text, now=now)
         if moved is None:
             thread, _ = party_thread(session, thread_id, account_id)
             refuse_unless_open(thread, now)
@@ -237,7 +200,7 @@ def close(session: Session, account_id: str, thread_id: str, *, now: datetime) -
     if thread.status == "rejected":
         return view(thread, now)  # closing twice changes nothing
     refuse_unless_open(thread, now)
-    closed = _REJECT.one_or_none(session, thread_id=thread.id, now=now)
+    closed = repository.reject(session, thread.id, now=now)
     if closed is None:  # someone else moved it meanwhile
         thread, _ = party_thread(session, thread_id, account_id)
         if thread.status == "rejected":

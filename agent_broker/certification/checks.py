@@ -10,27 +10,14 @@ import asyncio
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import bindparam, select
 from sqlalchemy.orm import Session
 
 from agent_broker import clock
-from agent_broker.accounts.models import Account
-from agent_broker.certification import service, subscription
-from agent_broker.certification.models import Certification
+from agent_broker.certification import repository, service, subscription
 from agent_broker.certification.probe import ProbeResult, probe
 from agent_broker.config import Settings
-from agent_broker.db.prepared import Prepared
 from agent_broker.http.outbound import OutboundClient, OutboundPolicy
 from agent_broker.problems import Problem
-
-_records = Certification.__table__
-_accounts = Account.__table__
-_SUBSCRIBED = Prepared(
-    select(_records.c.account_id, _accounts.c.deal_route)
-    .join(_accounts, _accounts.c.id == _records.c.account_id)
-    .where(_records.c.period_end > bindparam("now"), _accounts.c.status == "active")
-    .order_by(_records.c.account_id)
-)
 
 
 @dataclass(frozen=True)
@@ -42,7 +29,7 @@ class Target:
 
 def _targets(session: Session, now: datetime) -> list[Target]:
     targets = []
-    for row in _SUBSCRIBED.all(session, now=now):
+    for row in repository.subscribed_routes(session, now=now):
         account = service.account_row(session, row.account_id)
         try:
             targets.append(Target(row.account_id, service.testable_route(session, account), ""))

@@ -14,13 +14,10 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import bindparam, select, update
 from sqlalchemy.orm import Session
 
 from agent_broker.accounts.models import AccountRecord
-from agent_broker.certification import service
-from agent_broker.certification.models import Certification
-from agent_broker.db.prepared import Prepared
+from agent_broker.certification import repository, service
 from agent_broker.idempotency.service import IdempotencyKey, Outcome, run_once
 from agent_broker.ledger import books
 from agent_broker.ledger import service as ledger
@@ -31,23 +28,6 @@ from agent_broker.problems import Problem, Reason
 PERIOD = timedelta(days=30)
 TEST_FRESHNESS = timedelta(hours=24)
 KIND = "certification_period"
-
-_records = Certification.__table__
-_START = Prepared(
-    update(_records)
-    .where(_records.c.account_id == bindparam("account_id"))
-    .values(period_start=bindparam("start"), period_end=bindparam("end"), renew=True)
-)
-_SET_RENEW = Prepared(
-    update(_records)
-    .where(_records.c.account_id == bindparam("account_id"))
-    .values(renew=bindparam("renew"))
-)
-_DUE = Prepared(
-    select(_records.c.account_id, _records.c.period_end)
-    .where(_records.c.renew.is_(True), _records.c.period_end <= bindparam("now"))
-    .order_by(_records.c.period_end, _records.c.account_id)
-)
 
 
 class CertificationUnfunded(Problem):
@@ -95,7 +75,7 @@ def _charge_period(
         memo=f"certification {start:%Y-%m-%d} to {end:%Y-%m-%d}",
         now=now,
     )
-    _START.execute(session, account_id=account_id, start=start, end=end)
+    repository.start_period(session, account_id, start=start, end=end)
     if previous_end is None or previous_end < start:
         service.restart_window(session, account_id)
 
@@ -108,7 +88,7 @@ def subscribe(session: Session, account: AccountRecord, *, now: datetime) -> dic
     if record is None or not _passed_recently(record, route, now):
         raise CertificationTestRequired()
     if record.period_end is not None and record.period_end > now:
-        _SET_RENEW.execute(session, account_id=account.id, renew=True)  # still paid: free
+        repository.set_renew(session, account.id, renew=True)  # still paid: free
     else:
         _charge_period(session, account.id, now, previous_end=record.period_end, now=now)
     service.follow_route(session, account.id, route, now=now)
@@ -128,7 +108,7 @@ def subscribe_once(
 
 
 def cancel(session: Session, account: AccountRecord, *, now: datetime) -> dict:
-    _SET_RENEW.execute(session, account_id=account.id, renew=False)
+    repository.set_renew(session, account.id, renew=False)
     return service.status_view(session, account, now=now)
 
 
@@ -136,14 +116,14 @@ def renew_due(session: Session, *, now: datetime) -> tuple[int, int]:
     """Charge the next period of every renewing subscription whose period has ended; a
     short balance ends renewal instead. Returns (renewed, lapsed)."""
     renewed = lapsed = 0
-    for listed in _DUE.all(session, now=now):
+    for listed in repository.due_for_renewal(session, now=now):
         # Read again under the row's lock: a subscribe may have charged meanwhile.
         due = service.record_of(session, listed.account_id, lock=True)
         if not (due.renew and due.period_end <= now):
             continue
         if service.account_row(session, due.account_id).status != "active":
             # A disabled account is not charged: its subscription ends with its period.
-            _SET_RENEW.execute(session, account_id=due.account_id, renew=False)
+            repository.set_renew(session, due.account_id, renew=False)
             lapsed += 1
             continue
         # Back to back with the period that ended, unless a whole period was missed.
@@ -152,6 +132,6 @@ def renew_due(session: Session, *, now: datetime) -> tuple[int, int]:
             _charge_period(session, due.account_id, start, previous_end=due.period_end, now=now)
             renewed += 1
         except InsufficientFunds:
-            _SET_RENEW.execute(session, account_id=due.account_id, renew=False)
+            repository.set_renew(session, due.account_id, renew=False)
             lapsed += 1
     return renewed, lapsed

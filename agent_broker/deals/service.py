@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 
 from agent_broker import clock
 from agent_broker.accounts.models import AccountRecord
-from agent_broker.db.prepared import inserting
+from agent_broker.deals import repository
 from agent_broker.deals.errors import DealPurged
 from agent_broker.deals.models import Deal
 from agent_broker.ledger import service as ledger
@@ -21,7 +21,6 @@ from agent_broker.tokens.keys import Signer
 from agent_broker.tokens.service import mint_deal_credential, origin_of
 
 REVEAL_LIFE = timedelta(days=7)
-_INSERT = inserting(Deal.__table__, returning=True)
 PRESENTATION = {
     "header": "Authorization",
     "scheme": "Bearer",
@@ -80,7 +79,7 @@ def seal(
             "contact_url": account.contact_url,
         }
         values.update({f"{side}_{name}": value for name, value in coordinates.items()})
-    deal = _INSERT.queue_row(session, **values)
+    deal = repository.insert(session, **values)
     # Sealing bills both sides (each fee is captured): both were active now, which a
     # counting seal records with the rest of its reputation.
     if counts:

@@ -16,13 +16,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import bindparam, exists, select, update
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from agent_broker.accounts.models import AccountRecord
 from agent_broker.config import Settings
-from agent_broker.db.prepared import Prepared, inserting_unless_taken
-from agent_broker.domains.models import DomainClaim, DomainGrant, DomainGrantDay
+from agent_broker.domains import repository
+from agent_broker.domains.models import DomainClaim
 from agent_broker.domains.registrable import NoRegistrableDomain, registrable_domain
 from agent_broker.ledger import books
 from agent_broker.ledger.service import credit
@@ -32,51 +32,9 @@ from agent_broker.problems import InvalidInput, MissingDealRouteSelf
 CHALLENGE_PATH = "/.well-known/svc-challenge.txt"
 TOKEN_PREFIX = "abchal_"
 
-_claims = DomainClaim.__table__
-_grants = DomainGrant.__table__
-_days = DomainGrantDay.__table__
-
-_HAS_CLAIM = Prepared(
-    select(exists().where(_claims.c.account_id == bindparam("account_id")).label("claimed"))
-)
-_HAS_CLAIM_ON = Prepared(
-    select(
-        exists()
-        .where(_claims.c.account_id == bindparam("account_id"))
-        .where(_claims.c.domain == bindparam("domain"))
-        .label("claimed")
-    )
-)
-_CLAIM = inserting_unless_taken(_claims)
-# Inserts nothing when the account or the domain already has a grant row.
-_OWE_GRANT = inserting_unless_taken(_grants)
-_GRANT_OF = Prepared(
-    select(_grants.c.id, _grants.c.domain, _grants.c.status, _grants.c.amount_micro).where(
-        _grants.c.account_id == bindparam("account_id")
-    )
-)
-_START_PAYING = Prepared(
-    update(_grants)
-    .where(_grants.c.account_id == bindparam("account_id"), _grants.c.status == "pending")
-    .values(status="paid", amount_micro=bindparam("amount"), paid_at=bindparam("now"))
-    .returning(_grants.c.id, _grants.c.domain)
-)
-_STILL_PENDING = Prepared(
-    update(_grants)
-    .where(_grants.c.id == bindparam("id"))
-    .values(status="pending", amount_micro=0, paid_at=None)
-)
-_OPEN_DAY = inserting_unless_taken(_days)
-_COUNT_PAID = Prepared(
-    update(_days)
-    .where(_days.c.day == bindparam("day"), _days.c.paid < bindparam("cap"))
-    .values(paid=_days.c.paid + 1)
-    .returning(_days.c.paid)
-)
-
 
 def has_verified_domain(session: Session, account_id: str) -> bool:
-    return bool(_HAS_CLAIM.scalar(session, account_id=account_id))
+    return repository.has_claim(session, account_id)
 
 
 def verified_accounts(session: Session, account_ids: set[str]) -> set[str]:
@@ -145,7 +103,7 @@ def challenge_for(settings: Settings, account: AccountRecord) -> Challenge:
 
 def challenge_view(session: Session, settings: Settings, account: AccountRecord) -> dict[str, Any]:
     challenge = challenge_for(settings, account)
-    grant = _GRANT_OF.one_or_none(session, account_id=account.id)
+    grant = repository.grant_of(session, account.id)
     return {
         "domain": challenge.domain,
         "url": challenge.url,
@@ -169,7 +127,7 @@ def challenge_view(session: Session, settings: Settings, account: AccountRecord)
 
 
 def has_claim_on(session: Session, account_id: str, domain: str) -> bool:
-    return bool(_HAS_CLAIM_ON.scalar(session, account_id=account_id, domain=domain))
+    return repository.has_claim_on(session, account_id, domain)
 
 
 def record_proof(
@@ -178,22 +136,19 @@ def record_proof(
     """The write half of a successful verify: keep the claim, owe the grant if neither
     the account nor the domain ever had one, and pay what the account is owed unless
     the day's cap is reached. Returns the DomainVerification body."""
-    _CLAIM.execute(
-        session, id=str(uuid.uuid4()), account_id=account_id, domain=domain, verified_at=now
+    repository.insert_claim(
+        session, claim_id=str(uuid.uuid4()), account_id=account_id, domain=domain, verified_at=now
     )
     amount = settings.domain_grant_micro
     if amount > 0:
-        _OWE_GRANT.execute(
+        repository.insert_pending_grant(
             session,
-            id=str(uuid.uuid4()),
+            grant_id=str(uuid.uuid4()),
             account_id=account_id,
             domain=domain,
-            status="pending",
             claimed_at=now,
-            amount_micro=0,
-            paid_at=None,
         )
-    grant = _GRANT_OF.one_or_none(session, account_id=account_id)
+    grant = repository.grant_of(session, account_id)
     outcome: dict[str, Any] = {"domain": domain, "verified": True, "granted": False}
     if grant is None:
         return outcome | {"granted_micro": 0, "detail": _no_grant_detail(domain, amount)}
@@ -213,16 +168,16 @@ def record_proof(
 def _pay(
     session: Session, settings: Settings, account_id: str, amount: int, *, now: datetime
 ) -> dict[str, Any]:
-    paying = _START_PAYING.one_or_none(session, account_id=account_id, amount=amount, now=now)
+    paying = repository.start_paying(session, account_id, amount=amount, now=now)
     if paying is None:  # a concurrent verify of this account paid it first
         return {
             "granted_micro": 0,
             "detail": "Domain verified. This account already received its welcome credit.",
         }
     day = now.date().isoformat()
-    _OPEN_DAY.execute(session, day=day, paid=0)
-    if _COUNT_PAID.one_or_none(session, day=day, cap=settings.domain_grant_daily_cap) is None:
-        _STILL_PENDING.execute(session, id=paying.id)
+    repository.open_day(session, day)
+    if not repository.count_paid_under_cap(session, day, settings.domain_grant_daily_cap):
+        repository.keep_pending(session, paying.id)
         return {
             "granted_micro": 0,
             "grant_reason": "grant_cap_reached",

@@ -21,7 +21,7 @@ class Listing(Base):
         # The price orders of the feed (sort=price_asc, price_desc).
         Index("ix_listings_feed_price", "status", "price_micro", "created_at", "id"),
         # Text search lives outside the model: FTS5 on SQLite, a tsvector column on
-        # PostgreSQL (migration 0017, agent_broker.listings.feed_statements).
+        # PostgreSQL (migration 0017, agent_broker.listings.repository).
         # No (status, expires_at) index on purpose: SQLite would prefer it for the feed's
         # expiry filter and then sort every live listing. The expiry job walks ix_listings_feed.
     )

@@ -2,23 +2,22 @@
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import bindparam, func, select, tuple_, update
+from sqlalchemy import update
 from sqlalchemy.orm import Session
 
 from agent_broker import categories
 from agent_broker.accounts.models import AccountRecord
 from agent_broker.certification import badge as certification
-from agent_broker.db.base import UTCDateTime
-from agent_broker.db.prepared import Prepared, inserting
 from agent_broker.idempotency.service import IdempotencyKey, Outcome, run_once
 from agent_broker.ledger import books
 from agent_broker.ledger import service as ledger
-from agent_broker.listings import cursor, feed_statements
+from agent_broker.listings import cursor, repository
 from agent_broker.listings.models import Listing
 from agent_broker.listings.schemas import PostListingRequest
 from agent_broker.listings.views import (
@@ -35,6 +34,8 @@ from agent_broker.scanning.brake import Screen
 
 UNFUNDED_LISTING_CAP = 3  # lifetime, until the account is funded with real money
 DEFAULT_FEED_LIMIT = 20
+MAX_TERMS = 16
+_WORD = re.compile(r"\w+")
 
 
 class ListingCapReached(Problem):
@@ -60,13 +61,6 @@ class FeedQuery:
     sort: str = "newest"  # or price_asc, price_desc
 
 
-_listings = Listing.__table__
-_INSERT = inserting(_listings, returning=True)
-_POSTED = Prepared(
-    select(func.count().label("posted")).where(_listings.c.poster_id == bindparam("poster_id"))
-)
-
-
 def post(
     session: Session,
     poster: AccountRecord,
@@ -85,7 +79,7 @@ def post(
 
     account_id = poster.id
     funded = ledger.is_funded(session, account_id)
-    if not funded and _posted(session, account_id) >= UNFUNDED_LISTING_CAP:
+    if not funded and repository.count_posted(session, account_id) >= UNFUNDED_LISTING_CAP:
         raise ListingCapReached()
     listing_id = str(uuid.uuid4())
     # The fee's conditional update locks the wallet row, so the cap is counted again
@@ -103,10 +97,10 @@ def post(
     reputation.touch(session, [account_id], now=now)
     if not funded:
         funded = ledger.is_funded(session, account_id)
-        if not funded and _posted(session, account_id) >= UNFUNDED_LISTING_CAP:
+        if not funded and repository.count_posted(session, account_id) >= UNFUNDED_LISTING_CAP:
             raise ListingCapReached()
 
-    listing = _INSERT.queue_row(
+    listing = repository.insert(
         session,
         id=listing_id,
         poster_id=account_id,
@@ -146,10 +140,6 @@ def post_once(
     return run_once(session, poster.id, key, create, now=now)
 
 
-def _posted(session: Session, account_id: str) -> int:
-    return int(_POSTED.scalar(session, poster_id=account_id) or 0)
-
-
 def get(session: Session, listing_id: str) -> Listing:
     listing = session.get(Listing, listing_id)
     if listing is None:
@@ -157,20 +147,10 @@ def get(session: Session, listing_id: str) -> Listing:
     return listing
 
 
-_LOCK = Prepared(
-    select(_listings).where(_listings.c.id == bindparam("listing_id")).with_for_update()
-)
-_MATCH = Prepared(
-    update(_listings)
-    .where(_listings.c.id == bindparam("listing_id"), _listings.c.status == "live")
-    .values(status="matched")
-)
-
-
 def lock(session: Session, listing_id: str) -> ListingLike:
     """The listing's row, read and row-locked until the transaction ends: what serialises
     opening threads and sealing deals on one listing (the first lock either takes)."""
-    listing = _LOCK.one_or_none(session, listing_id=listing_id)
+    listing = repository.lock(session, listing_id)
     if listing is None:
         raise NotFound("No such listing.")
     return listing
@@ -183,7 +163,7 @@ def is_live(listing: ListingLike, now: datetime) -> bool:
 def mark_matched(session: Session, listing_id: str) -> None:
     """A deal sealed on the listing: it leaves the feed for good. The caller holds the
     listing's lock and saw it live, so anything but one row moved is a conflict."""
-    if _MATCH.execute(session, listing_id=listing_id) != 1:
+    if not repository.match_if_live(session, listing_id):
         raise ListingConflict()
 
 
@@ -193,28 +173,31 @@ def read(session: Session, listing_id: str, *, now: datetime) -> dict:
     return listing_view(listing, now=now, standing=standing, with_body=True)
 
 
+def search_terms(q: str) -> list[str]:
+    """The words of a query, lower-cased; punctuation and operators are not syntax here."""
+    terms = [word.lower() for word in _WORD.findall(q)][:MAX_TERMS]
+    if not terms:
+        raise InvalidInput("q has no words to search for.")
+    return terms
+
+
 def feed(session: Session, query: FeedQuery, *, now: datetime) -> dict:
-    params: dict = {"now": now, "page_rows": query.limit + 1}
+    category = None
     if query.category is not None:
-        params["category"] = categories.resolve_or_refuse(query.category)
-    if query.listing_type is not None:
-        params["listing_type"] = query.listing_type
-    if query.q is not None:
-        terms = feed_statements.search_terms(query.q)
-        params["q"] = feed_statements.search_parameter(session.bind.dialect.name, terms)
-    if query.cursor:
-        after = cursor.decode_position(query.cursor, query.sort)
-        params["after_created"], params["after_id"] = after.created_at, after.listing_id
-        if query.sort != cursor.NEWEST:
-            params["after_price"] = after.price_micro
-    stmt = feed_statements.feed_statement(
-        query.category is not None,
-        query.listing_type is not None,
-        bool(query.cursor),
-        query.q is not None,
-        query.sort,
+        category = categories.resolve_or_refuse(query.category)
+    terms = search_terms(query.q) if query.q is not None else None
+    after = cursor.decode_position(query.cursor, query.sort) if query.cursor else None
+    rows = repository.live_page(
+        session,
+        now=now,
+        page_rows=query.limit + 1,
+        sort=query.sort,
+        category=category,
+        listing_type=query.listing_type,
+        terms=terms,
+        after=(after.created_at, after.listing_id) if after else None,
+        after_price=after.price_micro if after else None,
     )
-    rows = stmt.all(session, **params)
     return _page(session, rows, query.limit, with_body=False, now=now, sort=query.sort)
 
 
@@ -245,30 +228,13 @@ def _page(
     return result
 
 
-_MINE_QUERY = (
-    select(Listing.__table__)
-    .where(Listing.__table__.c.poster_id == bindparam("poster_id"))
-    .order_by(Listing.__table__.c.created_at.desc(), Listing.__table__.c.id.desc())
-    .limit(bindparam("page_rows"))
-)
-_MINE = Prepared(_MINE_QUERY)
-_MINE_AFTER = Prepared(
-    _MINE_QUERY.where(
-        tuple_(Listing.__table__.c.created_at, Listing.__table__.c.id)
-        < tuple_(bindparam("after_created", type_=UTCDateTime()), bindparam("after_id"))
-    )
-)
-
-
 def mine(
     session: Session, account_id: str, *, limit: int, after: str | None, now: datetime
 ) -> dict:
     """The caller's own listings, newest first, whatever their status, with their bodies:
     a page shaped like the feed's."""
-    params: dict = {"poster_id": account_id, "page_rows": limit + 1}
-    if after:
-        params["after_created"], params["after_id"] = cursor.decode(after)
-    rows = (_MINE_AFTER if after else _MINE).all(session, **params)
+    position = cursor.decode(after) if after else None
+    rows = repository.own_page(session, account_id, page_rows=limit + 1, after=position)
     return _page(session, rows, limit, with_body=True, now=now)
 
 

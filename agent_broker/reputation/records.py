@@ -6,19 +6,19 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Row, Select, bindparam, select
-from sqlalchemy.orm import Session, aliased
+from sqlalchemy import Row
+from sqlalchemy.orm import Session
 
 from agent_broker import clock
 from agent_broker.accounts import directory
 from agent_broker.accounts.models import AccountRecord
 from agent_broker.certification import badge as certification
-from agent_broker.db.prepared import Prepared
 from agent_broker.domains import service as domains
 from agent_broker.ledger import service as ledger
 from agent_broker.problems import NotFound
+from agent_broker.reputation import repository
 from agent_broker.reputation.limiter import Limiter
-from agent_broker.reputation.models import ReputationFacet, ReputationSales, ReputationStats
+from agent_broker.reputation.models import ReputationStats
 from agent_broker.reputation.scorecard import (
     SEED_RATING_COUNT,
     Facet,
@@ -36,59 +36,6 @@ def _public_facet(counters: dict[str, int]) -> dict[str, Any]:
     return {**counters, "warm_start": warm}
 
 
-_FACET_COUNTERS = ("rating_sum", "rating_count", "finalized_count", "non_delivery_count")
-_STAT_COLUMNS = (
-    "disputes",
-    "counterparties",
-    "first_deal_at",
-    "last_active_at",
-    *ReputationStats.SCORES,
-    *ReputationStats.LATENCIES,
-)
-
-
-def _evidence_statement(*, single: bool) -> Select:
-    """Running counters and both facets of each account: one row apiece (`single`: of the
-    account bound as `id`, else of those bound as `ids`)."""
-    facet_of = {role: aliased(ReputationFacet, name=f"{role}_facet") for role in ROLES}
-    seller = facet_of["seller"]
-    columns = [seller.account_id.label("id")]
-    columns += [getattr(ReputationStats, name) for name in _STAT_COLUMNS]
-    for role, facet in facet_of.items():
-        columns += [getattr(facet, name).label(f"{role}_{name}") for name in _FACET_COUNTERS]
-    buyer = facet_of["buyer"]
-    statement = (
-        select(*columns)
-        .select_from(seller)
-        .join(buyer, (buyer.account_id == seller.account_id) & (buyer.role == "buyer"))
-        .outerjoin(ReputationStats, ReputationStats.account_id == seller.account_id)
-    )
-    chosen = (
-        seller.account_id == bindparam("id")
-        if single
-        else seller.account_id.in_(bindparam("ids", expanding=True))
-    )
-    return statement.where(seller.role == "seller", chosen)
-
-
-_EVIDENCE = _evidence_statement(single=False)
-_sales = ReputationSales.__table__
-_SALES = select(_sales.c.account_id, _sales.c.category, _sales.c.sales)
-# One account's record (a thread read, a lookup, an attestation): prepared statements.
-_EVIDENCE_OF_ONE = Prepared(_evidence_statement(single=True))
-_SALES_OF_ONE = Prepared(_SALES.where(_sales.c.account_id == bindparam("id")))
-
-
-def _evidence(session: Session, ids: set[str]) -> tuple[list[Any], list[Any]]:
-    """The evidence rows and sales rows of these accounts."""
-    if len(ids) == 1:
-        (only,) = ids
-        return _EVIDENCE_OF_ONE.all(session, id=only), _SALES_OF_ONE.all(session, id=only)
-    evidence = session.execute(_EVIDENCE, {"ids": list(ids)}).all()
-    sales = session.execute(_SALES.where(_sales.c.account_id.in_(ids))).all()
-    return evidence, sales
-
-
 def _standing(
     session: Session, created: dict[str, datetime], now: datetime
 ) -> dict[str, dict[str, Any]]:
@@ -98,14 +45,14 @@ def _standing(
     funded = ledger.funded_accounts(session, ids)
     verified = domains.verified_accounts(session, ids)
     certified = certification.certified_accounts(session, ids, now=now)
-    evidence, sales_rows = _evidence(session, ids)
+    evidence, sales_rows = repository.evidence(session, ids)
     sales: dict[str, dict[str, int]] = {}
     for row in sales_rows:
         sales.setdefault(row.account_id, {})[row.category] = row.sales
     records = {}
     for row in evidence:
         counters = {
-            role: {name: getattr(row, f"{role}_{name}") for name in _FACET_COUNTERS}
+            role: {name: getattr(row, f"{role}_{name}") for name in repository.FACET_COUNTERS}
             for role in ROLES
         }
         card = derive_scorecard(

@@ -7,28 +7,17 @@ import hashlib
 import hmac
 import secrets
 
-from sqlalchemy import bindparam, select
 from sqlalchemy.orm import Session
 
-from agent_broker.accounts.models import Account, AccountRecord
+from agent_broker.accounts import repository
+from agent_broker.accounts.models import AccountRecord
 from agent_broker.config import Settings
-from agent_broker.db.prepared import Prepared
 
 KEY_PREFIX = "ab_live_"
-# Every authenticated request runs it: a prepared statement returning the row, not an
-# entity (routes that change the account load the entity themselves).
-_BY_KEY_HASH = Prepared(
-    select(Account.__table__).where(Account.__table__.c.api_key_hash == bindparam("key_hash"))
-)
-
-
-_BY_ID = Prepared(
-    select(Account.__table__).where(Account.__table__.c.id == bindparam("account_id"))
-)
 
 
 def account_by_id(session: Session, account_id: str) -> AccountRecord | None:
-    return _BY_ID.one_or_none(session, account_id=account_id)
+    return repository.account_by_id(session, account_id)
 
 
 def new_api_key() -> str:
@@ -55,7 +44,7 @@ def account_for_key(session: Session, settings: Settings, presented: str) -> Acc
     if len(presented) > 200:
         return None
     wanted = hash_api_key(settings, presented)
-    account = _BY_KEY_HASH.one_or_none(session, key_hash=wanted)
+    account = repository.account_by_key_hash(session, wanted)
     # The index finds the row; the comparison itself is constant-time.
     if account is None or not hmac.compare_digest(account.api_key_hash, wanted):
         return None

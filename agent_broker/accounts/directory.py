@@ -6,19 +6,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import datetime
 
-from sqlalchemy import bindparam, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from agent_broker.accounts import repository
 from agent_broker.accounts.models import Account
-from agent_broker.db.prepared import Prepared
 
 _HEX = frozenset("0123456789abcdef")
-_CREATED = select(Account.id, Account.created_at).where(
-    Account.id.in_(bindparam("ids", expanding=True))
-)
-_CREATED_OF_ONE = Prepared(
-    select(Account.id, Account.created_at).where(Account.id == bindparam("id"))
-)
 
 
 def find_by_handle(session: Session, handle: str) -> Account | None:
@@ -32,7 +26,4 @@ def created_at_of(session: Session, account_ids: Iterable[str]) -> dict[str, dat
     ids = list(account_ids)
     if not ids:
         return {}
-    if len(ids) == 1:
-        row = _CREATED_OF_ONE.one_or_none(session, id=ids[0])
-        return {} if row is None else {row.id: row.created_at}
-    return {row.id: row.created_at for row in session.execute(_CREATED, {"ids": ids})}
+    return repository.created_at_of(session, ids)

@@ -13,13 +13,11 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
-from sqlalchemy import bindparam, delete, select
 from sqlalchemy.orm import Session
 
 from agent_broker import clock
-from agent_broker.accounts.models import IdentityLink, SpentToken
+from agent_broker.accounts import repository
 from agent_broker.config import Settings
-from agent_broker.db.prepared import Prepared, inserting_unless_taken
 from agent_broker.problems import NotFound, Problem, Reason
 from agent_broker.webhooks import service as webhooks
 
@@ -29,40 +27,6 @@ IDENTITY_LINKED = "account.identity_linked"
 # link does not name one.
 WALLET_ISSUER = "x402:evm"
 Kind = Literal["session", "oauth", "wallet"]
-
-_links = IdentityLink.__table__
-_LINKED = Prepared(
-    select(_links.c.account_id).where(
-        _links.c.issuer == bindparam("issuer"), _links.c.subject == bindparam("subject")
-    )
-)
-_LINK = inserting_unless_taken(_links, returning=_links.c.id)
-_OF_ACCOUNT = Prepared(
-    select(_links.c.id, _links.c.issuer, _links.c.subject, _links.c.linked_at)
-    .where(_links.c.account_id == bindparam("account_id"))
-    .order_by(_links.c.linked_at, _links.c.id)
-)
-_UNLINK = Prepared(
-    delete(_links).where(
-        _links.c.id == bindparam("id"), _links.c.account_id == bindparam("account_id")
-    )
-)
-# Every link of the account but its wallets' (and, after a rotation made with a session,
-# that session's own).
-_REVOKE = Prepared(
-    delete(_links).where(
-        _links.c.account_id == bindparam("account_id"),
-        _links.c.issuer != bindparam("wallet_issuer"),
-    )
-)
-_REVOKE_OTHERS = Prepared(
-    delete(_links).where(
-        _links.c.account_id == bindparam("account_id"),
-        _links.c.issuer != bindparam("wallet_issuer"),
-        (_links.c.issuer != bindparam("kept_issuer"))
-        | (_links.c.subject != bindparam("kept_subject")),
-    )
-)
 
 
 def kind_of(settings: Settings | None, issuer: str) -> Kind:
@@ -91,7 +55,7 @@ def view(
 
 
 def linked_account(session: Session, issuer: str, subject: str) -> str | None:
-    return _LINKED.scalar(session, issuer=issuer, subject=subject)
+    return repository.linked_account(session, issuer, subject)
 
 
 def link(
@@ -108,15 +72,15 @@ def link(
     account in the same transaction; `settings` tells a session's issuer from an OAuth
     token's for the event (kind_of), which a wallet's link does without."""
     link_id = str(uuid.uuid4())
-    made = _LINK.one_or_none(
+    made = repository.insert_link(
         session,
-        id=link_id,
+        link_id=link_id,
         issuer=issuer,
         subject=subject,
         account_id=account_id,
         linked_at=now,
     )
-    if made is not None:
+    if made:
         data = view(settings, link_id, issuer, subject, now)
         # The account's id as the subject: its identity events reach it in order.
         webhooks.enqueue(session, account_id, IDENTITY_LINKED, account_id, data, now=now)
@@ -130,13 +94,13 @@ def links_of(session: Session, settings: Settings, account_id: str) -> list[dict
     """The account's links, oldest first."""
     return [
         view(settings, row.id, row.issuer, row.subject, row.linked_at)
-        for row in _OF_ACCOUNT.all(session, account_id=account_id)
+        for row in repository.links_of_account(session, account_id)
     ]
 
 
 def unlink(session: Session, account_id: str, link_id: str) -> None:
     """Remove one of the account's own links; another account's is as unknown as none."""
-    if not _UNLINK.execute(session, id=link_id, account_id=account_id):
+    if not repository.delete_link(session, account_id, link_id):
         raise NotFound("This account has no identity link with that id.")
 
 
@@ -146,19 +110,7 @@ def revoke_bearer_links(
     """Remove the account's session and OAuth links, but `keep` (an (issuer, subject)),
     and never a wallet's: a wallet is how its payments reach the account, and how its
     holder recovers the key (payments/x402/wallet.py)."""
-    if keep is None:
-        return _REVOKE.execute(session, account_id=account_id, wallet_issuer=WALLET_ISSUER)
-    return _REVOKE_OTHERS.execute(
-        session,
-        account_id=account_id,
-        wallet_issuer=WALLET_ISSUER,
-        kept_issuer=keep[0],
-        kept_subject=keep[1],
-    )
-
-
-_spent = SpentToken.__table__
-_SPEND = inserting_unless_taken(_spent, returning=_spent.c.id)
+    return repository.delete_links_but(session, account_id, wallet_issuer=WALLET_ISSUER, keep=keep)
 
 
 class OAuthTokenReplay(Problem):
@@ -169,7 +121,6 @@ class OAuthTokenReplay(Problem):
 # Longer than any verifier's leeway: a token is refused as expired before its row goes.
 KEEP_AFTER_EXPIRY = timedelta(minutes=10)
 LAST_SECOND = 253_402_300_799  # 9999-12-31T23:59:59Z: a later exp is kept until then
-_FORGET = Prepared(delete(_spent).where(_spent.c.expires_at < bindparam("before")))
 
 
 def spend(session: Session, token: tuple[str, str, int], *, now: datetime) -> None:
@@ -177,13 +128,12 @@ def spend(session: Session, token: tuple[str, str, int], *, now: datetime) -> No
     operation's own transaction, so a refused operation leaves the token unspent."""
     issuer, jti, exp = token
     expires_at = datetime.fromtimestamp(min(max(exp, 0), LAST_SECOND), UTC)
-    spent = _SPEND.one_or_none(
-        session, id=str(uuid.uuid4()), issuer=issuer, jti=jti, spent_at=now, expires_at=expires_at
-    )
-    if spent is None:
+    if not repository.spend_token(
+        session, issuer=issuer, jti=jti, spent_at=now, expires_at=expires_at
+    ):
         raise OAuthTokenReplay()
 
 
 def forget_expired_tokens(session: Session, *, now: datetime) -> int:
     """Spent tokens past their expiry cannot be presented again: forget them."""
-    return _FORGET.execute(session, before=now - KEEP_AFTER_EXPIRY)
+    return repository.forget_spent_tokens(session, before=now - KEEP_AFTER_EXPIRY)

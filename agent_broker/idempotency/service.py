@@ -17,52 +17,12 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import bindparam, delete, select, update
+from sqlalchemy import delete
 from sqlalchemy.orm import Session
 
-from agent_broker.db.prepared import Prepared, dialect_insert
+from agent_broker.idempotency import repository
 from agent_broker.idempotency.models import IdempotencyRecord
 from agent_broker.problems import IdempotencyKeyReuse, InvalidInput
-
-_records = IdempotencyRecord.__table__
-_FIND = Prepared(
-    select(
-        _records.c.id,
-        _records.c.request_hash,
-        _records.c.response_status,
-        _records.c.response_body,
-        _records.c.created_at,
-    ).where(
-        _records.c.scope == bindparam("scope"),
-        _records.c.route == bindparam("route"),
-        _records.c.key == bindparam("key"),
-    )
-)
-# INSERT ... ON CONFLICT DO NOTHING on both databases: a concurrent claim of the
-# same key makes this wait on the unique index until that claim commits or rolls back,
-# then insert nothing (no row returned) or insert, without a savepoint around it.
-_CLAIM = Prepared(
-    lambda dialect: (
-        dialect_insert(dialect, _records)
-        .values(
-            scope=bindparam("scope"),
-            route=bindparam("route"),
-            key=bindparam("key"),
-            request_hash=bindparam("request_hash"),
-            response_status=0,
-            response_body="",
-            created_at=bindparam("now"),
-        )
-        .on_conflict_do_nothing()
-        .returning(_records.c.id)
-    )
-)
-_ANSWER = Prepared(
-    update(_records)
-    .where(_records.c.id == bindparam("id"))
-    .values(response_status=bindparam("status"), response_body=bindparam("body"))
-)
-_FORGET = Prepared(delete(_records).where(_records.c.id == bindparam("id")))
 
 
 @dataclass(frozen=True)
@@ -141,9 +101,9 @@ def run_once(
         if claim_id is None:
             raise RuntimeError("an idempotency key was neither claimable nor claimed")
     outcome = compute()
-    _ANSWER.queue(
+    repository.answer(
         session,
-        id=claim_id,
+        claim_id,
         status=outcome.status,
         body=json.dumps(stored(outcome.body), separators=(",", ":")),
     )
@@ -152,7 +112,7 @@ def run_once(
 
 def _claim(session: Session, scope: str, key: IdempotencyKey, now: datetime) -> int | None:
     """Insert the key's record; its id, or None when the key is already taken."""
-    return _CLAIM.scalar(
+    return repository.claim(
         session,
         scope=scope,
         route=key.operation,
@@ -163,12 +123,12 @@ def _claim(session: Session, scope: str, key: IdempotencyKey, now: datetime) -> 
 
 
 def _claimed(session: Session, scope: str, key: IdempotencyKey, now: datetime) -> _Kept | None:
-    record = _FIND.one_or_none(session, scope=scope, route=key.operation, key=key.key)
+    record = repository.find(session, scope=scope, route=key.operation, key=key.key)
     if record is None:
         return None
     if record.created_at <= now - key.retention:
         # Past retention the key is forgotten and may be used afresh.
-        _FORGET.execute(session, id=record.id)
+        repository.forget(session, record.id)
         return None
     return _Kept(record.request_hash, record.response_status, record.response_body)
 

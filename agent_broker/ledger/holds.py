@@ -9,68 +9,14 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import bindparam, insert, select, update
 from sqlalchemy.orm import Session
 
-from agent_broker.db.prepared import Prepared
+from agent_broker.ledger import repository
 from agent_broker.ledger.books import FEES, wallet_code
 from agent_broker.ledger.errors import HoldNotCapturable, InsufficientFunds
 from agent_broker.ledger.events import fee_captured
 from agent_broker.ledger.journal import post_entry
 from agent_broker.ledger.locks import lock_wallet_of_hold
-from agent_broker.ledger.models import Hold, LedgerAccount
-
-_holds = Hold.__table__
-_wallets = LedgerAccount.__table__
-
-_RESERVE = Prepared(
-    update(_wallets)
-    .where(_wallets.c.code == bindparam("code"))
-    .where(_wallets.c.total_micro - _wallets.c.held_micro >= bindparam("amount"))
-    .values(held_micro=_wallets.c.held_micro + bindparam("amount"))
-)
-_UNRESERVE = Prepared(
-    update(_wallets)
-    .where(_wallets.c.code == bindparam("code"))
-    .values(held_micro=_wallets.c.held_micro - bindparam("amount"))
-)
-_INSERT_HOLD = Prepared(
-    insert(_holds).values(
-        id=bindparam("id"),
-        wallet_code=bindparam("code"),
-        amount_micro=bindparam("amount"),
-        status="active",
-        reference=bindparam("reference"),
-        created_at=bindparam("now"),
-        expires_at=bindparam("expires_at"),
-    )
-)
-_SETTLE = Prepared(
-    update(_holds)
-    .where(_holds.c.id == bindparam("hold_id"), _holds.c.status == "active")
-    .values(status=bindparam("status"), settled_at=bindparam("now"))
-    .returning(_holds.c.wallet_code, _holds.c.amount_micro, _holds.c.reference)
-)
-_SETTLE_LIVE = Prepared(
-    update(_holds)
-    .where(
-        _holds.c.id == bindparam("hold_id"),
-        _holds.c.status == "active",
-        _holds.c.expires_at > bindparam("now"),
-    )
-    .values(status=bindparam("status"), settled_at=bindparam("now"))
-    .returning(_holds.c.wallet_code, _holds.c.amount_micro, _holds.c.reference)
-)
-_LAPSED_OF_WALLET = Prepared(
-    select(_holds.c.id)
-    .where(
-        _holds.c.status == "active",
-        _holds.c.expires_at <= bindparam("now"),
-        _holds.c.wallet_code == bindparam("code"),
-    )
-    .order_by(_holds.c.expires_at)
-    .limit(bindparam("limit"))
-)
 
 
 @dataclass(frozen=True)
@@ -93,17 +39,17 @@ def take_hold(
     if type(amount_micro) is not int or amount_micro <= 0:
         raise ValueError("a hold amount must be a positive integer")
     code = wallet_code(account_id)
-    if _RESERVE.execute(session, code=code, amount=amount_micro) != 1:
+    if not repository.reserve(session, code, amount_micro):
         # Lapsed holds give money back: settle them and try once more (only then, since
         # almost every hold is covered without).
         if not settle_lapsed_holds(session, now=now, account_id=account_id):
             raise InsufficientFunds()
-        if _RESERVE.execute(session, code=code, amount=amount_micro) != 1:
+        if not repository.reserve(session, code, amount_micro):
             raise InsufficientFunds()
     hold_id = str(uuid.uuid4())
-    _INSERT_HOLD.queue(
+    repository.insert_hold(
         session,
-        id=hold_id,
+        hold_id=hold_id,
         code=code,
         amount=amount_micro,
         reference=reference,
@@ -129,14 +75,13 @@ def _settle(
     # The wallet before its hold: the lock order every money path follows (ledger.locks).
     if locked_wallet is None:
         lock_wallet_of_hold(session, hold_id)
-    statement = _SETTLE_LIVE if live_only else _SETTLE
-    row = statement.one_or_none(session, hold_id=hold_id, status=status, now=now)
+    row = repository.settle_hold(session, hold_id, status, now, live_only=live_only)
     if row is None:
         return None
     if locked_wallet is not None and row.wallet_code != locked_wallet:
         # The caller locked another wallet: the lock order is broken, so nothing moves.
         raise RuntimeError("the hold belongs to a wallet the caller did not lock")
-    _UNRESERVE.queue(session, code=row.wallet_code, amount=row.amount_micro)
+    repository.unreserve(session, row.wallet_code, row.amount_micro)
     return SettledHold(row.wallet_code, row.amount_micro, row.reference)
 
 
@@ -177,20 +122,10 @@ def settle_lapsed_holds(
     session: Session, *, now: datetime, account_id: str | None = None, limit: int = 1000
 ) -> int:
     """Give lapsed holds back to spendable; for one wallet (on read) or all (the job)."""
-    if account_id is not None:
-        hold_ids = _LAPSED_OF_WALLET.all(
-            session, now=now, code=wallet_code(account_id), limit=limit
-        )
-    else:
-        # Wallet by wallet in code order, the order finalize locks them in (ledger.locks).
-        hold_ids = session.execute(
-            select(_holds.c.id)
-            .where(_holds.c.status == "active", _holds.c.expires_at <= now)
-            .order_by(_holds.c.wallet_code, _holds.c.expires_at)
-            .limit(limit)
-        ).all()
+    code = None if account_id is None else wallet_code(account_id)
+    hold_ids = repository.lapsed_hold_ids(session, now=now, limit=limit, code=code)
     settled = 0
-    for (hold_id,) in hold_ids:
+    for hold_id in hold_ids:
         if _settle(session, hold_id, "lapsed", now, live_only=False) is not None:
             settled += 1
     return settled

@@ -10,23 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from sqlalchemy import String, any_, bindparam, select
-from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import Session
 
-from agent_broker.db.prepared import Prepared
+from agent_broker.ledger import repository
 from agent_broker.ledger.books import wallet_code
-from agent_broker.ledger.models import Hold, LedgerAccount
-
-_wallets = LedgerAccount.__table__
-# PostgreSQL only (SQLite takes no locks): the codes as one array, so one prepared statement
-# serves any number of wallets.
-_LOCK_WALLETS = Prepared(
-    select(_wallets.c.code)
-    .where(_wallets.c.code == any_(bindparam("codes", type_=ARRAY(String))))
-    .order_by(_wallets.c.code)
-    .with_for_update()
-)
 
 
 def _serialised(session: Session) -> bool:
@@ -37,12 +24,10 @@ def _serialised(session: Session) -> bool:
 def lock_wallets(session: Session, account_ids: Iterable[str]) -> None:
     codes = sorted({wallet_code(account_id) for account_id in account_ids})
     if codes and not _serialised(session):
-        _LOCK_WALLETS.all(session, codes=codes)
+        repository.lock_wallets(session, codes)
 
 
 def lock_wallet_of_hold(session: Session, hold_id: str) -> None:
     """Lock the wallet a hold belongs to (one round trip), before the hold is settled."""
-    if _serialised(session):
-        return
-    owner = select(Hold.wallet_code).where(Hold.id == hold_id).scalar_subquery()
-    session.execute(select(_wallets.c.code).where(_wallets.c.code == owner).with_for_update())
+    if not _serialised(session):
+        repository.lock_wallet_of_hold(session, hold_id)

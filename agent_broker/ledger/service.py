@@ -5,17 +5,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import bindparam, func, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from agent_broker.db.prepared import Prepared
-from agent_broker.ledger import books
+from agent_broker.ledger import books, repository
 from agent_broker.ledger.errors import InsufficientFunds
 from agent_broker.ledger.events import fee_captured
 from agent_broker.ledger.holds import capture_hold, release_hold, settle_lapsed_holds, take_hold
 from agent_broker.ledger.journal import post_entry
 from agent_broker.ledger.locks import lock_wallets
-from agent_broker.ledger.models import Hold, LedgerAccount
+from agent_broker.ledger.models import LedgerAccount
 
 __all__ = [
     "WalletView",
@@ -31,24 +30,6 @@ __all__ = [
     "is_funded",
     "funded_accounts",
 ]
-
-
-_LAPSED = (
-    select(func.coalesce(func.sum(Hold.amount_micro), 0))
-    .where(
-        Hold.wallet_code == bindparam("code"),
-        Hold.status == "active",
-        Hold.expires_at <= bindparam("now"),
-    )
-    .scalar_subquery()
-    .label("lapsed_micro")
-)
-_WALLET_AS_OF = Prepared(
-    select(
-        LedgerAccount.total_micro, LedgerAccount.held_micro, LedgerAccount.funded, _LAPSED
-    ).where(LedgerAccount.code == bindparam("code"))
-)
-_FUNDED = Prepared(select(LedgerAccount.funded).where(LedgerAccount.code == bindparam("code")))
 
 
 @dataclass(frozen=True)
@@ -79,7 +60,7 @@ def wallet(session: Session, account_id: str, *, now: datetime) -> WalletView:
     A pure read, so read-only requests never take a write lock: the lapsed holds' rows
     are settled by the next write on this wallet or by the expire-holds job, and both
     arrive at exactly these figures."""
-    row = _WALLET_AS_OF.one(session, code=books.wallet_code(account_id), now=now)
+    row = repository.wallet_as_of(session, books.wallet_code(account_id), now)
     held = row.held_micro - int(row.lapsed_micro)
     return WalletView(
         spendable_micro=row.total_micro - held, held_micro=held, funded=bool(row.funded)
@@ -87,7 +68,7 @@ def wallet(session: Session, account_id: str, *, now: datetime) -> WalletView:
 
 
 def is_funded(session: Session, account_id: str) -> bool:
-    return bool(_FUNDED.scalar(session, code=books.wallet_code(account_id)))
+    return repository.is_funded(session, books.wallet_code(account_id))
 
 
 def credit(

@@ -8,26 +8,12 @@ from html import escape
 from typing import Any
 
 import segno
-from sqlalchemy import bindparam, select
 from sqlalchemy.orm import Session
 
-from agent_broker.db.prepared import Prepared
-from agent_broker.payments.models import Invoice
+from agent_broker.payments import repository
 from agent_broker.pricing import PACK_CREDITS, usd
 from agent_broker.problems import NotFound
 
-_invoices = Invoice.__table__
-_PAYABLE = Prepared(
-    select(
-        _invoices.c.processor,
-        _invoices.c.chain,
-        _invoices.c.amount_micro,
-        _invoices.c.pack_count,
-        _invoices.c.status,
-    )
-    .where(_invoices.c.processor_id == bindparam("address"))
-    .where(_invoices.c.processor != "processor_a")  # its payer pays on its own page
-)
 CHAIN_NAMES = {
     "usdttrc20": "USDT on Tron (TRC-20)",
     "usdterc20": "USDT on Ethereum (ERC-20)",
@@ -40,7 +26,7 @@ CHAIN_NAMES = {
 
 
 def render(session: Session, address: str) -> str:
-    invoice = _PAYABLE.one_or_none(session, address=address)
+    invoice = repository.payable_invoice(session, address)
     if invoice is None:
         raise NotFound("No invoice is paid at this address.")
     return _page(address, invoice)

@@ -15,38 +15,20 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import bindparam, select, update
 from sqlalchemy.orm import Session
 
 from agent_broker.config import Settings
 from agent_broker.db.dispatch import run
 from agent_broker.db.engine import Database
-from agent_broker.db.prepared import Prepared, inserting, inserting_unless_taken
 from agent_broker.db.session import transaction
 from agent_broker.http.outbound import OutboundClient
 from agent_broker.http.rate_limits import RateLimiter
 from agent_broker.ledger import books
 from agent_broker.ledger.service import credit
-from agent_broker.payments import processors
-from agent_broker.payments.models import Invoice, ProcessorEvent
+from agent_broker.payments import processors, repository
 from agent_broker.payments.packs import Order, order_for
 from agent_broker.pricing import PACK_CREDITS, PACK_MICRO
 
-_invoices = Invoice.__table__
-_events = ProcessorEvent.__table__
-_INSERT_INVOICE = inserting(_invoices)
-_BY_PROCESSOR_ID = Prepared(
-    select(_invoices).where(
-        _invoices.c.processor == bindparam("processor"),
-        _invoices.c.processor_id == bindparam("processor_id"),
-    )
-)
-_RECEIVE = inserting_unless_taken(_events, returning=_events.c.id)
-_PAID = Prepared(
-    update(_invoices)
-    .where(_invoices.c.id == bindparam("id"), _invoices.c.status == "open")
-    .values(status="paid", paid_at=bindparam("now"))
-)
 BOOKS = {"processor_a": books.PROCESSOR_A, "processor_b": books.PROCESSOR_B}
 
 
@@ -91,7 +73,7 @@ def _store(
     placed: processors.Placement,
     now: datetime,
 ) -> None:
-    _INSERT_INVOICE.execute(
+    repository.insert_invoice(
         session,
         id=invoice_id,
         account_id=account_id,
@@ -108,7 +90,7 @@ def _store(
 
 
 def invoice_by_processor_id(session: Session, processor: str, processor_id: str) -> Any:
-    return _BY_PROCESSOR_ID.one_or_none(session, processor=processor, processor_id=processor_id)
+    return repository.invoice_by_processor_id(session, processor, processor_id)
 
 
 @dataclass(frozen=True)
@@ -133,7 +115,7 @@ def receive(
 ) -> Receipt:
     """Record the event and credit `credited_micro` (real money) once, whatever number of
     deliveries of it arrive, concurrently or not."""
-    received = _RECEIVE.one_or_none(
+    received = repository.record_event(
         session,
         id=str(uuid.uuid4()),
         processor=processor,
@@ -142,7 +124,7 @@ def receive(
         credited_micro=credited_micro,
         received_at=now,
     )
-    if received is None:
+    if not received:
         return Receipt(duplicate=True, credited_micro=0)
     if credited_micro > 0:
         credit(
@@ -159,5 +141,5 @@ def receive(
             real_money=True,
             reference=invoice.id,
         )
-        _PAID.execute(session, id=invoice.id, now=now)
+        repository.mark_paid(session, invoice.id, now=now)
     return Receipt(duplicate=False, credited_micro=credited_micro)

@@ -19,20 +19,17 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import bindparam, func, select, update
 from sqlalchemy.orm import Session
 from standardwebhooks import Webhook
 
 from agent_broker import clock
 from agent_broker.config import Settings
-from agent_broker.db.prepared import Prepared
 from agent_broker.http.outbound import OutboundClient, OutboundPolicy, OutboundRefused
-from agent_broker.webhooks.models import WebhookEndpoint, WebhookEvent
+from agent_broker.webhooks import repository
 
 MAX_ATTEMPTS = 20
 FIRST_RETRY = timedelta(seconds=10)
 LONGEST_RETRY = timedelta(hours=1)
-BATCH = 200
 CONCURRENCY = 8
 # An account's share of a round: no more than go out at once, so one account whose
 # endpoint stalls holds a round for about one deadline, not the round's whole length.
@@ -46,66 +43,6 @@ MAX_ANSWER_BYTES = 4096
 # other half of the lease is left for that, recording the results and a slow database,
 # so no second replica can start the job meanwhile.
 RUN_BUDGET = timedelta(minutes=5)
-
-_events = WebhookEvent.__table__
-_endpoints = WebhookEndpoint.__table__
-# The first undelivered event of each subject: the only one of it that may go. One pass
-# over the undelivered events (ix_webhook_events_due), whatever the delivered history or
-# the queue behind a subject: every account's share needs all of them, not the oldest 200.
-_firsts = (
-    select(func.min(_events.c.sequence).label("sequence"))
-    .where(_events.c.delivered_at.is_(None), _events.c.failed_at.is_(None))
-    .group_by(_events.c.account_id, _events.c.subject)
-    .subquery()
-)
-# Those that are due, numbered per account from its oldest (`turn`).
-_heads = (
-    select(
-        _events.c.sequence,
-        _events.c.id,
-        _events.c.payload,
-        _events.c.attempts,
-        _endpoints.c.url,
-        _endpoints.c.secret,
-        func.row_number()
-        .over(partition_by=_events.c.account_id, order_by=_events.c.sequence)
-        .label("turn"),
-    )
-    .join(_firsts, _firsts.c.sequence == _events.c.sequence)
-    .join(_endpoints, _endpoints.c.account_id == _events.c.account_id)
-    .where(_events.c.next_attempt_at <= bindparam("now"))
-    .subquery()
-)
-# A round: up to PER_ACCOUNT of each account's, round-robin (every account's oldest, then
-# every account's second...), oldest first within a turn.
-_DUE = Prepared(
-    select(
-        _heads.c.sequence,
-        _heads.c.id,
-        _heads.c.payload,
-        _heads.c.attempts,
-        _heads.c.url,
-        _heads.c.secret,
-    )
-    .where(_heads.c.turn <= bindparam("per_account"))
-    .order_by(_heads.c.turn, _heads.c.sequence)
-    .limit(BATCH)
-)
-_DELIVERED = Prepared(
-    update(_events)
-    .where(_events.c.sequence == bindparam("sequence"))
-    .values(delivered_at=bindparam("now"), attempts=bindparam("attempts"), last_error=None)
-)
-_RETRY = Prepared(
-    update(_events)
-    .where(_events.c.sequence == bindparam("sequence"))
-    .values(
-        attempts=bindparam("attempts"),
-        next_attempt_at=bindparam("next_at"),
-        failed_at=bindparam("failed_at"),
-        last_error=bindparam("error"),
-    )
-)
 
 
 @dataclass(frozen=True)
@@ -171,13 +108,13 @@ def _record(
             continue  # not sent: the run's budget was spent
         attempts = row.attempts + 1
         if outcome.delivered:
-            _DELIVERED.execute(session, sequence=row.sequence, now=now, attempts=attempts)
+            repository.mark_delivered(session, row.sequence, now=now, attempts=attempts)
             delivered += 1
             continue
         gave_up = attempts >= MAX_ATTEMPTS
-        _RETRY.execute(
+        repository.mark_failed_attempt(
             session,
-            sequence=row.sequence,
+            row.sequence,
             attempts=attempts,
             next_at=now + backoff(attempts),
             failed_at=now if gave_up else None,
@@ -194,7 +131,7 @@ def deliver_due(session: Session, settings: Settings, now: datetime) -> str:
     for _ in range(ROUNDS):
         if clock.now() >= budget_ends:
             break
-        rows = _DUE.all(session, now=clock.now(), per_account=PER_ACCOUNT)
+        rows = repository.due_events(session, now=clock.now(), per_account=PER_ACCOUNT)
         session.commit()  # nothing is held while the endpoints answer
         if not rows:
             break

@@ -18,13 +18,11 @@ money, so the authorization is not taken again, and the operator reconciles the 
 
 from __future__ import annotations
 
-import uuid
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 import structlog
-from sqlalchemy import bindparam, delete, select, update
 from sqlalchemy.orm import Session
 from x402.http.facilitator_client import HTTPFacilitatorClient
 from x402.schemas import SettleResponse
@@ -34,14 +32,13 @@ from agent_broker.accounts import credentials, identities
 from agent_broker.config import Settings
 from agent_broker.db.dispatch import run
 from agent_broker.db.engine import Database
-from agent_broker.db.prepared import Prepared, inserting_unless_taken
 from agent_broker.db.session import transaction
 from agent_broker.http.outbound import OutboundRefused
 from agent_broker.ledger import books
 from agent_broker.ledger.service import credit
 from agent_broker.membership import service as membership
 from agent_broker.payments.errors import ProcessorUnavailable
-from agent_broker.payments.models import X402Payment
+from agent_broker.payments.x402 import repository
 from agent_broker.payments.x402.payload import (
     ERR_NONCE_ALREADY_USED,
     ERR_SETTLEMENT_PENDING,
@@ -54,61 +51,11 @@ from agent_broker.problems import ApiKeyDisabled, Problem, Reason
 log = structlog.get_logger("agent_broker.payments.x402")
 
 
-_payments = X402Payment.__table__
-_CLAIM = inserting_unless_taken(_payments, returning=_payments.c.id)
-_RELEASE = Prepared(
-    delete(_payments).where(_payments.c.id == bindparam("id"), _payments.c.status == "pending")
-)
-_SETTLED = Prepared(
-    update(_payments)
-    .where(_payments.c.id == bindparam("id"), _payments.c.status == "pending")
-    .values(
-        status="settled",
-        account_id=bindparam("account_id"),
-        transaction=bindparam("transaction"),
-        settled_at=bindparam("now"),
-    )
-)
-
-
-_KEEP = Prepared(
-    update(_payments)
-    .where(_payments.c.id == bindparam("id"), _payments.c.status == "pending")
-    .values(
-        status=bindparam("status"),
-        transaction=bindparam("transaction"),
-        note=bindparam("note"),
-    )
-)
-_STATUS_OF_NONCE = Prepared(
-    select(_payments.c.status).where(_payments.c.nonce == bindparam("nonce"))
-)
-# Kept claims: those whose outcome is unknown and those settled otherwise than offered.
-_KEPT = Prepared(
-    select(
-        _payments.c.id,
-        _payments.c.status,
-        _payments.c.payer,
-        _payments.c.network,
-        _payments.c.amount_micro,
-        _payments.c.nonce,
-        _payments.c.transaction,
-        _payments.c.note,
-        _payments.c.claimed_at,
-    )
-    .where(
-        _payments.c.status != "settled",
-        _payments.c.claimed_at <= bindparam("before"),
-    )
-    .order_by(_payments.c.claimed_at, _payments.c.id)
-)
-
-
 def pending_claims(session: Session, *, before: datetime) -> list[Any]:
     """Claims claimed before `before` that wait for the operator: `pending` ones, whose
     settlement outcome is unknown, and `mismatch` ones, settled otherwise than their
     authorization says. Nothing was credited for either; `note` says why each is kept."""
-    return _KEPT.all(session, before=before)
+    return repository.kept_claims(session, before=before)
 
 
 class X402PaymentReplay(Problem):
@@ -159,35 +106,31 @@ def _check_wallet(session: Session, payer: str) -> None:
 
 
 def _claim(session: Session, presented: Presented, *, now: datetime) -> str:
-    claimed = _CLAIM.one_or_none(
+    claim_id = repository.insert_claim(
         session,
-        id=str(uuid.uuid4()),
         nonce=presented.nonce,
         payer=presented.payer,
         network=str(presented.requirements.network),
         amount_micro=presented.tier.amount_micro,
         x402_version=presented.version,
-        status="pending",
-        account_id=None,
-        transaction=None,
-        claimed_at=now,
-        settled_at=None,
-        note=None,
+        now=now,
     )
-    if claimed is None:
-        status = _STATUS_OF_NONCE.scalar(session, nonce=presented.nonce)
+    if claim_id is None:
+        status = repository.status_of_nonce(session, presented.nonce)
         raise X402PaymentReplay(_KEPT_DETAIL.get(status))
-    return str(claimed.id)
+    return claim_id
 
 
 def _keep(
     session: Session, claim_id: str, *, status: str, note: str, transaction: str | None
 ) -> None:
-    _KEEP.execute(session, id=claim_id, status=status, note=note[:300], transaction=transaction)
+    repository.keep_claim(
+        session, claim_id, status=status, note=note[:300], transaction=transaction
+    )
 
 
 def _release(session: Session, claim_id: str) -> None:
-    _RELEASE.execute(session, id=claim_id)
+    repository.delete_claim(session, claim_id)
 
 
 class _LostRace(Exception):
@@ -213,8 +156,8 @@ def _credit(
             != account_id
         ):
             raise _LostRace()
-    if not _SETTLED.execute(
-        session, id=claim_id, account_id=account_id, transaction=transaction_hash, now=now
+    if not repository.settle_claim(
+        session, claim_id, account_id=account_id, transaction=transaction_hash, now=now
     ):
         raise X402PaymentReplay()  # the claim is no longer pending: never credit it twice
     tier = presented.tier

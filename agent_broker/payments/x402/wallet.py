@@ -28,20 +28,18 @@ from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
-from sqlalchemy import bindparam, delete, insert, select, update
 from sqlalchemy.orm import Session
 from starlette.concurrency import run_in_threadpool
 
 from agent_broker import clock
 from agent_broker.accounts import identities
 from agent_broker.accounts import service as accounts
-from agent_broker.accounts.models import WalletChallenge
 from agent_broker.config import Settings
 from agent_broker.db.dispatch import run
 from agent_broker.db.engine import Database
-from agent_broker.db.prepared import Prepared
 from agent_broker.db.session import transaction
 from agent_broker.http.rate_limits import RateLimiter
+from agent_broker.payments.x402 import repository
 from agent_broker.payments.x402.offers import Terms
 from agent_broker.problems import InvalidInput, NotFound
 
@@ -67,33 +65,6 @@ _DATE_TIME = re.compile(
 _HEADER = re.compile(
     r"(?:(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*)://)?(?P<domain>[^\s/?#@]+) wants you to sign in "
     r"with your Ethereum account:"
-)
-
-_challenges = WalletChallenge.__table__
-_ISSUE = Prepared(
-    insert(_challenges).values(
-        nonce=bindparam("nonce"),
-        message_sha256=bindparam("digest"),
-        expires_at=bindparam("expires_at"),
-        used_at=None,
-    )
-)
-# Rows of expired messages serve nothing: such a message is refused for its expiration
-# time before its nonce is looked up. Each challenge clears them.
-_FORGET_EXPIRED = Prepared(delete(_challenges).where(_challenges.c.expires_at < bindparam("now")))
-_ISSUED = Prepared(
-    select(_challenges.c.message_sha256).where(_challenges.c.nonce == bindparam("nonce"))
-)
-# Burning the nonce, in the rotation's transaction: a used message matches nothing, and of
-# two recoveries racing with one message the second finds it used (on PostgreSQL it waits
-# for the first's row lock, then matches nothing).
-_BURN = Prepared(
-    update(_challenges)
-    .where(
-        _challenges.c.nonce == bindparam("nonce"),
-        _challenges.c.used_at.is_(None),
-    )
-    .values(used_at=bindparam("now"))
 )
 
 
@@ -292,8 +263,8 @@ def _message_for(settings: Settings, address: str, *, now: datetime) -> SignInMe
 def _issue(session: Session, message: SignInMessage, *, now: datetime) -> dict:
     text, expires_at = message.text(), message.expiration_time
     assert expires_at is not None
-    _FORGET_EXPIRED.execute(session, now=now)
-    _ISSUE.execute(session, nonce=message.nonce, digest=_digest(text), expires_at=expires_at)
+    repository.delete_expired_challenges(session, now=now)
+    repository.insert_challenge(session, message.nonce, digest=_digest(text), expires_at=expires_at)
     return {"message": text, "expires_at": clock.rfc3339(expires_at)}
 
 
@@ -378,17 +349,17 @@ def verified(settings: Settings, text: str, signature: str, *, now: datetime) ->
 def _recover(
     session: Session, settings: Settings, message: SignInMessage, text: str, *, now: datetime
 ) -> dict[str, Any]:
-    issued = _ISSUED.one_or_none(session, nonce=message.nonce)
+    issued = repository.challenge_digest(session, message.nonce)
     if issued is None:
         raise RecoveryRefused("nonce", "The message's nonce was not issued by this service.")
-    if not hmac.compare_digest(issued.message_sha256, _digest(text)):
+    if not hmac.compare_digest(issued, _digest(text)):
         raise RecoveryRefused("nonce", "The message is not the one issued with its nonce.")
     account_id = identities.linked_account(
         session, identities.WALLET_ISSUER, message.address.lower()
     )
     if account_id is None:
         raise NotFound("No account is linked to this wallet (it has made no x402 payment here).")
-    if not _BURN.execute(session, nonce=message.nonce, now=now):
+    if not repository.burn_challenge(session, message.nonce, now=now):
         raise RecoveryRefused("used", "The message was already used; ask for a new challenge.")
     rotated = accounts.rotate_key(session, settings, account_id)
     return {"account_id": account_id, "api_key": rotated["api_key"]}

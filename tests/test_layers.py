@@ -42,3 +42,22 @@ def test_an_import_up_a_layer_breaks_the_contract(tmp_path):
     result = _lint(tmp_path)
     assert result.returncode != 0
     assert "agent_broker.ledger.books -> agent_broker.deals.service" in result.stdout
+
+
+# What only the database layer and the features' repositories may use: services call
+# named repository functions and never see how their statements travel.
+SPEED_LAYER = ("Prepared", "saves_round_trips", ".queue(", ".later(", "agent_broker.db.libpq")
+
+
+def test_prepared_statements_stay_in_db_and_repositories():
+    package = ROOT / "agent_broker"
+    offenders = []
+    for path in sorted(package.rglob("*.py")):
+        relative = path.relative_to(package)
+        if relative.parts[0] in ("db", "migrations") or "repository" in path.stem:
+            continue
+        if relative.parts[:-1] and relative.parts[-2] == "repository":
+            continue
+        text = path.read_text()
+        offenders += [f"{relative}: {name}" for name in SPEED_LAYER if name in text]
+    assert offenders == []

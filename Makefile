@@ -14,8 +14,11 @@ $(STAMP): pyproject.toml
 run: $(STAMP)
 	$(BIN)/agent-broker serve --host 127.0.0.1 --port 8080
 
+# Two workers (pytest-xdist) share the suite, one that runs out taking tests from the other;
+# then the tests that time themselves against the whole machine run alone.
 test: $(STAMP)
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n 2 --dist worksteal -m "not serial"
+	$(BIN)/python -m pytest -m serial
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -18,9 +18,9 @@ from a2a.helpers import get_message_text
 from a2a.types import Message, Part, Role, SendMessageRequest
 from a2a.utils.signing import create_signature_verifier
 
-from tests.helpers import fund
-from tests.mcp.conftest import http_session
-from tests.mcp.test_mcp import FUNDS, _deal, _profile, _register
+from tests.support.accounts import fund
+from tests.support.market import FUNDS
+from tests.support.mcp_client import http_session, set_profile, sign_up, trade_deal
 
 
 def _local(url: str, base: str) -> str:
@@ -64,15 +64,15 @@ def test_from_the_base_url_to_a_sealed_deal(app, live_server):
             await client.close()
         assert "/mcp" in onboarding[0] and "/v1/account/register" in onboarding[0]
         async with http_session(mcp_base) as anonymous:
-            seller_id, buyer_id = await _register(anonymous), await _register(anonymous)
+            seller_id, buyer_id = await sign_up(anonymous), await sign_up(anonymous)
         for made in (seller_id, buyer_id):
             fund(app, made["account_id"], FUNDS, real_money=True)
         async with AsyncExitStack() as stack:
             seller = await stack.enter_async_context(http_session(mcp_base, seller_id["api_key"]))
             buyer = await stack.enter_async_context(http_session(mcp_base, buyer_id["api_key"]))
-            await _profile(seller, "seller")
-            await _profile(buyer, "buyer")
-            return await _deal(app, seller, buyer)
+            await set_profile(seller, "seller")
+            await set_profile(buyer, "buyer")
+            return await trade_deal(app, seller, buyer)
 
     sealed = asyncio.run(journey())
     assert sealed["credential"]

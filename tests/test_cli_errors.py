@@ -17,7 +17,7 @@ from agent_broker.cli import app as cli
 from agent_broker.cli import serve as serve_module
 from agent_broker.migrations.migrate import upgrade
 from agent_broker.tokens import keys
-from tests.conftest import TEST_SECRET
+from tests.support.settings import TEST_SECRET
 
 NOT_MIGRATED = "database is not migrated; run `agent-broker db upgrade`"
 

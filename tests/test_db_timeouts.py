@@ -28,9 +28,9 @@ from agent_broker.db.prepared import Prepared
 from agent_broker.db.timeouts import timed_out
 from agent_broker.ledger import books
 from agent_broker.ledger.audit import audit
-from agent_broker.listings.models import Listing
-from tests.helpers import assert_problem, fund, new_key, register, serving, wait_until
-from tests.listings.conftest import FEE, LISTING, post
+from tests.support.accounts import balance, fund, register
+from tests.support.http import assert_problem, new_key, serving, wait_until
+from tests.support.market import FEE, LISTING, listing_count, post
 
 _SLEEP = Prepared(select(func.pg_sleep(bindparam("seconds"))))
 _SETTING = Prepared(select(func.current_setting(bindparam("name"))))
@@ -254,15 +254,6 @@ def test_the_libpq_wait_is_bounded_and_its_connection_dropped(
 # --- what a request answers ------------------------------------------------------------
 
 
-def _balance(client: TestClient, agent) -> int:  # noqa: ANN001
-    return client.get("/v1/account", headers=agent.headers).json()["balance_micro"]
-
-
-def _listings(app) -> int:  # noqa: ANN001
-    with app.state.db.reader() as session:
-        return session.scalar(select(func.count()).select_from(Listing))
-
-
 @pytest.mark.parametrize(
     "limits",
     [
@@ -280,7 +271,7 @@ def test_a_write_that_waits_too_long_answers_503_and_writes_nothing(
     with TestClient(app, raise_server_exceptions=False) as client:
         seller = register(client)
         fund(app, seller.account_id, 10 * FEE, real_money=True)
-        before = _balance(client, seller)
+        before = balance(client, seller)
         key = new_key()
         with _wallet_locked(database_url, seller.account_id):
             started = time.monotonic()
@@ -291,14 +282,14 @@ def test_a_write_that_waits_too_long_answers_503_and_writes_nothing(
         assert "retry" in body["detail"]
         assert elapsed < 3
         # Rolled back whole: no charge, no listing, the books balance.
-        assert _balance(client, seller) == before
-        assert _listings(app) == 0
+        assert balance(client, seller) == before
+        assert listing_count(app) == 0
         assert audit(app.state.db.engine).found.problem_count == 0
         # The same request once the lock is gone runs once, and charges once.
         assert post(client, seller, key).status_code == 201
         assert post(client, seller, key).status_code == 201  # the replay
-        assert _balance(client, seller) == before - FEE
-        assert _listings(app) == 1
+        assert balance(client, seller) == before - FEE
+        assert listing_count(app) == 1
 
 
 def test_health_answers_while_a_write_waits_on_a_lock(make_app, database_url):

@@ -16,7 +16,7 @@ from sqlalchemy import text
 
 from agent_broker.db.dispatch import run
 from agent_broker.db.session import ReadSession, WriteSession
-from tests.helpers import serving
+from tests.support.http import serving
 
 HELD_S = 0.3  # how long each probe keeps its write transaction open
 WRITERS = 3

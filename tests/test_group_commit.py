@@ -23,7 +23,8 @@ from agent_broker.db.session import transaction
 from agent_broker.ledger.audit import audit
 from agent_broker.ledger.events import fee_captured, on_fees_committed
 from agent_broker.pricing import POSTING_FEE_MICRO
-from tests.helpers import fund, new_key
+from tests.support.accounts import fund
+from tests.support.http import new_key
 
 LISTING = {
     "title": "Deduplicate a customer table",

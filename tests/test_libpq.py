@@ -15,9 +15,8 @@ from sqlalchemy.exc import IntegrityError, ProgrammingError
 
 from agent_broker.accounts.models import Account
 from agent_broker.db import libpq
-from agent_broker.db.engine import create_database
 from agent_broker.db.prepared import Prepared
-from tests.helpers import NEW_ACCOUNT
+from tests.support.accounts import NEW_ACCOUNT
 
 _accounts = Account.__table__
 _HANDLES = Prepared(
@@ -27,13 +26,6 @@ _HANDLES = Prepared(
 )
 # A statement the server refuses when it is prepared (no such column).
 _BROKEN = Prepared(select(text("no_such_column")).select_from(_accounts))
-
-
-@pytest.fixture
-def db(make_settings):
-    database = create_database(make_settings())
-    yield database
-    database.dispose()
 
 
 def _new(session, handle: str, **extra) -> None:

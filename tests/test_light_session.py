@@ -15,17 +15,10 @@ from agent_broker.accounts.models import Account
 from agent_broker.db.engine import create_database
 from agent_broker.db.light import LightSession
 from agent_broker.db.prepared import Prepared
-from tests.helpers import NEW_ACCOUNT
+from tests.support.accounts import NEW_ACCOUNT
 
 _accounts = Account.__table__
 _COUNT = Prepared(select(_accounts.c.id).where(_accounts.c.handle == bindparam("handle")))
-
-
-@pytest.fixture
-def db(make_settings):
-    database = create_database(make_settings())
-    yield database
-    database.dispose()
 
 
 def _add_account(db, handle: str) -> None:

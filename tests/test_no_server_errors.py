@@ -33,7 +33,7 @@ from schemathesis.specs.openapi.checks import (
 
 from agent_broker.app import create_app
 from agent_broker.config import Settings
-from tests.helpers import Agent, complete_profile, fund, register
+from tests.support.accounts import Agent, complete_profile, fund, register
 
 CHECKS = [
     not_a_server_error,

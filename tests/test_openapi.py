@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from tests.helpers import register
+from tests.support.accounts import register
 
 
 def test_request_validation_is_declared_as_400_never_the_frameworks_422(client):

@@ -27,30 +27,18 @@ from jsonschema import Draft202012Validator, FormatChecker
 from jsonschema.exceptions import ValidationError
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
-from sqlalchemy import text
 
 from agent_broker import clock
 from agent_broker.accounts.service import protocol_bindings
 from agent_broker.categories import CATEGORIES
-from tests.certification.conftest import echoing
-from tests.domains.conftest import (  # noqa: F401 - fixtures
-    CHALLENGE_PATH,
-    challenge_server,
-    outbound_settings,
-    serve_token,
-)
-from tests.helpers import Agent, complete_profile, fund, new_key
-from tests.ledger.sealing import seal_now
-from tests.listings.conftest import LISTING
-from tests.payments.conftest import (  # noqa: F401 - fixtures
-    SOURCE,
-    WEBHOOK_SECRET,
-    payment_settings,
-    processors,
-)
-from tests.payments.fakes import processor_a_callback, processor_b_callback
-from tests.x402.conftest import facilitator, x402_settings  # noqa: F401 - fixtures
-from tests.x402.wallet import Wallet, pay_v1
+from tests.support.accounts import Agent, complete_profile, fund
+from tests.support.domains import echoing, serve_token
+from tests.support.http import new_key
+from tests.support.ledger import seal_now, store_verdict
+from tests.support.market import LISTING
+from tests.support.payments import SOURCE, WEBHOOK_SECRET
+from tests.support.processors import processor_a_callback, processor_b_callback
+from tests.support.x402_wallet import Wallet, pay_v1
 
 DOCUMENT_URI = "urn:agent-broker:openapi"
 # Routes of the app deliberately absent from the document (none today). A new route must
@@ -254,13 +242,8 @@ def _signed_in(api: Api, payer: Wallet) -> dict[str, str]:
     return {"message": message, "signature": "0x" + bytes(signed.signature).hex()}
 
 
-def _store_verdict(app: FastAPI, document: str) -> None:
-    with app.state.db.engine.begin() as conn:
-        conn.execute(text("UPDATE ledger_verdicts SET document = :d WHERE id = 1"), {"d": document})
-
-
 @pytest.fixture
-def app(make_app, outbound_settings, payment_settings, x402_settings):  # noqa: F811
+def app(make_app, outbound_settings, payment_settings, x402_settings):
     # The domain proof reaches a local server; the processors and the x402 facilitator
     # are local fakes.
     return make_app(
@@ -280,7 +263,7 @@ def client(app):  # processor_b's callbacks are believed from 127.0.0.1 only
 def test_every_response_matches_the_document(
     app: FastAPI,
     client: TestClient,
-    challenge_server,  # noqa: F811
+    challenge_server,
 ) -> None:
     doc = client.get("/openapi.json").json()
     documented = Documented(doc)
@@ -560,7 +543,7 @@ def test_every_response_matches_the_document(
     api.get("/health")
     api.get("/stats.json")
     api.get("/status.json")
-    _store_verdict(app, "{not json")
+    store_verdict(app, "{not json")
     api.get("/v1/ledger/verify", 503)
 
     # Past purge_at the deal is gone.

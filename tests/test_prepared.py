@@ -12,23 +12,15 @@ from sqlalchemy import bindparam, select
 from sqlalchemy.exc import IntegrityError
 
 from agent_broker.accounts.models import Account
-from agent_broker.db.engine import create_database
 from agent_broker.db.prepared import Prepared, inserting
 from agent_broker.idempotency.models import IdempotencyRecord
-from tests.helpers import NEW_ACCOUNT
+from tests.support.accounts import NEW_ACCOUNT
 
 _accounts = Account.__table__
 _records = IdempotencyRecord.__table__
 _ACCOUNT = Prepared(select(_accounts).where(_accounts.c.id == bindparam("id")))
 _RECORD_BY_KEY = Prepared(select(_records.c.id).where(_records.c.key == bindparam("key")))
 SECRET = "hash-that-must-not-appear-in-errors-5d1c"
-
-
-@pytest.fixture
-def db(make_settings):
-    database = create_database(make_settings())
-    yield database
-    database.dispose()
 
 
 def _new_account(session, *, key_hash: str | None = None, created_at: datetime) -> str:

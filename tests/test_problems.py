@@ -6,7 +6,7 @@ from fastapi.testclient import TestClient
 from pydantic import BaseModel, Field
 
 from agent_broker.problems import Problem, Reason
-from tests.helpers import assert_problem
+from tests.support.http import assert_problem
 
 SECTION_7_REASONS = [
     "unauthorized",

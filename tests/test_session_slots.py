@@ -11,7 +11,8 @@ import time
 
 import httpx
 
-from tests.helpers import register, serving
+from tests.support.accounts import register
+from tests.support.http import serving
 
 # Above the thread pool's 40 tokens plus the pool's capacity below (1 + 20 overflow).
 CONCURRENT = 90

@@ -16,11 +16,7 @@ import os
 import pytest
 
 from bench.soak import SoakOptions, postgres_problem, redis_problem, run_soak
-
-PG_ADMIN_DSN = os.environ.get(
-    "BROKER_TEST_POSTGRES_DSN", "postgresql://postgres@127.0.0.1:5432/postgres"
-)
-REDIS_URL = os.environ.get("BROKER_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
+from tests.support.settings import PG_ADMIN_DSN, REDIS_URL
 
 
 def _require_servers() -> None:
@@ -34,6 +30,7 @@ def _require_servers() -> None:
             pytest.skip(problem)
 
 
+@pytest.mark.serial  # its serve workers restart under load: they need the CPUs to themselves
 def test_killed_workers_lose_no_money_and_no_idempotent_answer():
     _require_servers()
     options = SoakOptions(

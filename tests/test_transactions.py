@@ -24,7 +24,7 @@ from agent_broker.http.routing import include_flat
 from agent_broker.ledger import books
 from agent_broker.ledger.service import credit, wallet
 from agent_broker.problems import NotFound
-from tests.helpers import register
+from tests.support.accounts import register
 
 
 def _spendable(app: FastAPI, account_id: str) -> int:

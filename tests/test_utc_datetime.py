@@ -5,7 +5,6 @@ what SQLAlchemy's parsing gives."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta, timezone
 from zoneinfo import ZoneInfo
 
@@ -14,9 +13,8 @@ from sqlalchemy import DateTime, bindparam, select
 from sqlalchemy.dialects import sqlite
 
 from agent_broker.clock import rfc3339
-from agent_broker.config import Settings
 from agent_broker.db.base import UTCDateTime
-from agent_broker.db.engine import Database, create_database
+from agent_broker.db.engine import Database
 from agent_broker.db.prepared import Prepared
 from agent_broker.listings.models import Listing
 
@@ -65,13 +63,6 @@ def test_sqlite_reads_other_spellings(text: str) -> None:
     assert read.tzinfo is UTC
     with_offset = _OURS.result_processor(_DIALECT, None)("2026-11-26 19:55:00+02:00")
     assert with_offset == datetime(2026, 11, 26, 17, 55, tzinfo=UTC)
-
-
-@pytest.fixture
-def db(make_settings: Callable[..., Settings]) -> Iterator[Database]:
-    database = create_database(make_settings())
-    yield database
-    database.dispose()
 
 
 _ECHO = Prepared(select(bindparam("moment", type_=UTCDateTime()).label("moment")))

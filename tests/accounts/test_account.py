@@ -11,7 +11,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from agent_broker.accounts.models import Account
-from tests.helpers import assert_problem, fund, register
+from tests.support.accounts import fund, register
+from tests.support.http import assert_problem
 
 ACCOUNT = "/v1/account"
 RFC3339 = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})")

@@ -6,17 +6,10 @@ from typer.testing import CliRunner
 
 from agent_broker.cli import app as cli
 from agent_broker.ledger.models import JournalEntry
-from tests.conftest import TEST_SECRET
-from tests.helpers import register
+from tests.support.accounts import register
 
 
-@pytest.fixture
-def env(database_url, monkeypatch):
-    monkeypatch.setenv("BROKER_DATABASE_URL", database_url)
-    monkeypatch.setenv("BROKER_KEY_HASH_SECRET", TEST_SECRET)
-
-
-def test_admin_credit_is_journalled_and_shows_in_the_balance(app, client, env):
+def test_admin_credit_is_journalled_and_shows_in_the_balance(app, client, broker_env):
     agent = register(client)
     result = CliRunner().invoke(
         cli, ["admin", "credit", agent.account_id, "2500000", "--reason", "launch promo"]
@@ -30,7 +23,7 @@ def test_admin_credit_is_journalled_and_shows_in_the_balance(app, client, env):
     assert (entry.kind, entry.memo, entry.real_money) == ("admin_credit", "launch promo", False)
 
 
-def test_real_money_admin_credit_marks_the_account_funded(client, env):
+def test_real_money_admin_credit_marks_the_account_funded(client, broker_env):
     agent = register(client)
     result = CliRunner().invoke(
         cli, ["admin", "credit", agent.account_id, "1000", "--reason", "wire", "--real-money"]
@@ -50,7 +43,7 @@ def test_real_money_admin_credit_marks_the_account_funded(client, env):
         (["{account}", "10"], 2),
     ],
 )
-def test_admin_credit_refuses_bad_arguments_and_writes_nothing(app, client, env, args, code):
+def test_admin_credit_refuses_bad_arguments_and_writes_nothing(app, client, broker_env, args, code):
     agent = register(client)
     argv = ["admin", "credit", *[a.format(account=agent.account_id) for a in args]]
     assert CliRunner().invoke(cli, argv).exit_code == code

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from tests.helpers import assert_problem, register
+from tests.support.accounts import profile, register
+from tests.support.http import assert_problem
 
 CONTACT = "/v1/account/contact"
-PROFILE = "/v1/account/profile"
 
 # 64-character local part + 189-character domain = 254 characters, a valid address.
 EMAIL_254 = "a" * 64 + "@" + ".".join(["b" * 63, "c" * 63, "d" * 57]) + ".dev"
@@ -15,9 +15,7 @@ EMAIL_255 = "a" * 64 + "@" + ".".join(["b" * 63, "c" * 63, "d" * 58]) + ".dev"
 
 
 def _contact(client, agent) -> dict | None:
-    response = client.get(PROFILE, headers=agent.headers)
-    assert response.status_code == 200, response.text
-    return response.json()["contact"]
+    return profile(client, agent)["contact"]
 
 
 def _put(client, agent, **body):

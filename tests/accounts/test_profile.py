@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from tests.helpers import assert_problem, complete_profile, fund, register
+from tests.support.accounts import PROFILE, complete_profile, fund, profile, register
+from tests.support.http import assert_problem
 
-PROFILE = "/v1/account/profile"
 CONTACT_STEP = {"action": "set_contact", "method": "PUT", "path": "/v1/account/contact"}
 ROUTE_STEP = {"action": "set_route", "method": "PUT", "path": "/v1/account/route"}
 BLOCKED = ["open_thread", "receive_thread"]
@@ -23,12 +23,6 @@ FIELDS = {
     "blocked_actions",
     "next",
 }
-
-
-def _profile(client, agent) -> dict:
-    response = client.get(PROFILE, headers=agent.headers)
-    assert response.status_code == 200, response.text
-    return response.json()
 
 
 def _put_contact(client, agent) -> None:
@@ -52,7 +46,7 @@ def _put_route(client, agent, **extra) -> None:
 def test_new_account_profile_is_incomplete(client):
     agent = register(client)
 
-    body = _profile(client, agent)
+    body = profile(client, agent)
 
     assert set(body) == FIELDS
     assert body["account_id"] == agent.account_id
@@ -81,7 +75,7 @@ def test_contact_only_leaves_the_route_missing(client):
     agent = register(client)
     _put_contact(client, agent)
 
-    body = _profile(client, agent)
+    body = profile(client, agent)
 
     assert body["contact"] == {
         "contact_name": "Ops Team",
@@ -97,7 +91,7 @@ def test_route_only_leaves_the_contact_missing(client):
     agent = register(client)
     _put_route(client, agent)
 
-    body = _profile(client, agent)
+    body = profile(client, agent)
 
     assert body["contact"] is None
     assert body["deal_route"] == "https://agents.dev/deals/"
@@ -110,7 +104,7 @@ def test_complete_profile_has_nothing_missing(client):
     agent = register(client)
     complete_profile(client, agent)
 
-    body = _profile(client, agent)
+    body = profile(client, agent)
 
     assert body["missing"] == []
     assert body["blocked_actions"] == []
@@ -126,7 +120,7 @@ def test_route_protocol_binding_is_never_missing(client):
     _put_contact(client, agent)
     _put_route(client, agent)  # no binding, no agent card
 
-    body = _profile(client, agent)
+    body = profile(client, agent)
 
     assert body["route_protocol_binding"] is None
     assert body["agent_card_url"] is None
@@ -137,7 +131,7 @@ def test_route_protocol_binding_is_never_missing(client):
 
 def test_route_protocol_binding_absent_from_missing_on_a_new_account(client):
     agent = register(client)
-    body = _profile(client, agent)
+    body = profile(client, agent)
     assert "route_protocol_binding" not in body["missing"]
     assert "agent_card_url" not in body["missing"]
 
@@ -151,7 +145,7 @@ def test_balance_credits_truncates_micro_to_whole_credits(app, client, micro, cr
     if micro:
         fund(app, agent.account_id, micro)
 
-    assert _profile(client, agent)["balance_credits"] == credits
+    assert profile(client, agent)["balance_credits"] == credits
 
 
 def test_profile_without_key_is_401(client):

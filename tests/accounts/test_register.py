@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 import uuid
 
 import pytest
@@ -13,7 +12,8 @@ from starlette.requests import Request
 from agent_broker.accounts.models import Account
 from agent_broker.config import Settings
 from agent_broker.http.client_ip import client_ip
-from tests.helpers import assert_problem, new_key
+from tests.support.clock import ManualClock, limit_on
+from tests.support.http import assert_problem, new_key
 
 REGISTER = "/v1/account/register"
 
@@ -200,6 +200,8 @@ def test_refused_registration_leaves_the_key_free_for_a_corrected_retry(app, cli
 
 def test_registration_is_rate_limited_per_source_and_clears(make_app):
     app = make_app(register_rate_limit="2/2 second")
+    clock = ManualClock()
+    limit_on(app, clock)
     with TestClient(app, raise_server_exceptions=False) as client:
         for _ in range(2):
             ok = client.post(REGISTER, json={"accepted_terms": True})
@@ -212,7 +214,7 @@ def test_registration_is_rate_limited_per_source_and_clears(make_app):
         assert limited.headers["Retry-After"] == str(body["retryAfterSeconds"])
         assert _count_accounts(app) == 2
 
-        time.sleep(2.1)
+        clock.advance(2.1)
 
         again = client.post(REGISTER, json={"accepted_terms": True})
         assert again.status_code == 201, again.text

@@ -5,22 +5,16 @@ from __future__ import annotations
 import pytest
 from fastapi.testclient import TestClient
 
-from tests.helpers import assert_problem, register
+from tests.support.accounts import profile, register
+from tests.support.http import assert_problem
 
 ROUTE = "/v1/account/route"
-PROFILE = "/v1/account/profile"
 DEFAULT_WEBHOOK = "https://broker.test/bindings/webhook-v1"
 CARD = "https://agents.dev/.well-known/agent-card.json"
 
 
-def _profile(client, agent) -> dict:
-    response = client.get(PROFILE, headers=agent.headers)
-    assert response.status_code == 200, response.text
-    return response.json()
-
-
 def _declaration(client, agent) -> tuple:
-    body = _profile(client, agent)
+    body = profile(client, agent)
     return body["deal_route"], body["route_protocol_binding"], body["agent_card_url"]
 
 
@@ -55,7 +49,7 @@ def test_route_write_does_not_touch_the_contact(client):
 
     assert _put(client, agent, deal_route="https://agents.dev/deals/").status_code == 204
 
-    assert _profile(client, agent)["contact"] == {
+    assert profile(client, agent)["contact"] == {
         "contact_name": "Ops",
         "contact_email": "ops@agents.dev",
     }
@@ -77,7 +71,7 @@ def test_https_route_bases_are_accepted(client, route):
     agent = register(client)
 
     assert _put(client, agent, deal_route=route).status_code == 204
-    assert _profile(client, agent)["deal_route"] == route
+    assert profile(client, agent)["deal_route"] == route
 
 
 @pytest.mark.parametrize(
@@ -151,7 +145,7 @@ def test_each_binding_in_the_enum_is_accepted(client, binding):
     )
 
     assert response.status_code == 204, response.text
-    assert _profile(client, agent)["route_protocol_binding"] == binding
+    assert profile(client, agent)["route_protocol_binding"] == binding
 
 
 def test_null_binding_is_accepted_as_none(client):
@@ -162,7 +156,7 @@ def test_null_binding_is_accepted_as_none(client):
     )
 
     assert response.status_code == 204, response.text
-    assert _profile(client, agent)["route_protocol_binding"] is None
+    assert profile(client, agent)["route_protocol_binding"] is None
 
 
 @pytest.mark.parametrize(
@@ -209,7 +203,7 @@ def test_bindings_base_setting_changes_the_webhook_identifier(make_app):
             client, agent, deal_route="https://agents.dev/deals/", route_protocol_binding=custom
         )
         assert accepted.status_code == 204, accepted.text
-        assert _profile(client, agent)["route_protocol_binding"] == custom
+        assert profile(client, agent)["route_protocol_binding"] == custom
 
 
 # --- agent_card_url ----------------------------------------------------------------------
@@ -354,5 +348,5 @@ def test_route_is_set_on_the_caller_only(client):
     )
 
     assert response.status_code == 204, response.text
-    assert _profile(client, caller)["deal_route"] == "https://agents.dev/deals/"
+    assert profile(client, caller)["deal_route"] == "https://agents.dev/deals/"
     assert _declaration(client, other) == (None, None, None)

@@ -28,31 +28,18 @@ from agent_broker.accounts.identities import WALLET_ISSUER
 from agent_broker.accounts.models import WalletChallenge
 from agent_broker.payments.x402 import wallet
 from agent_broker.pricing import PACK_MICRO
-from tests.dashboard.conftest import (  # noqa: F401 - fixtures
-    ATTESTATION,
-    bearer,
-    idp_key,
-    idp_settings,
-    jwks_path,
-    oauth_settings,
-    oauth_token,
-    session_token,
-)
-from tests.helpers import assert_problem, register, serving
-from tests.x402.conftest import (  # noqa: F401 - fixtures
-    NETWORK,
-    facilitator,
-    v1_payment,
-    x402_settings,
-)
-from tests.x402.wallet import Wallet
+from tests.support.accounts import register
+from tests.support.http import assert_problem, serving
+from tests.support.identity import ATTESTATION, bearer, idp_settings, oauth_settings
+from tests.support.x402 import NETWORK, v1_payment
+from tests.support.x402_wallet import Wallet
 
 CHALLENGE = "/v1/account/wallet/challenge"
 RECOVER = "/v1/account/wallet/recover"
 
 
 @pytest.fixture
-def app(make_app: Callable[..., FastAPI], x402_settings, jwks_path) -> FastAPI:  # noqa: F811
+def app(make_app: Callable[..., FastAPI], x402_settings, jwks_path) -> FastAPI:
     url = f"file://{jwks_path}"
     return make_app(**x402_settings, **idp_settings(url), **oauth_settings(url))
 
@@ -147,8 +134,8 @@ def test_the_chain_is_the_configured_x402_network(make_app):
 
 def test_the_recovery_signs_out_sessions_and_oauth_tokens_and_reactivates(
     client,
-    session_token,  # noqa: F811
-    oauth_token,  # noqa: F811
+    session_token,
+    oauth_token,
 ):
     agent = register(client)
     holder = linked_wallet(client.app, agent.account_id)
@@ -326,7 +313,7 @@ def test_expired_challenges_are_forgotten(app, client):
 
 
 @pytest.fixture
-def limited_app(make_app, x402_settings):  # noqa: F811
+def limited_app(make_app, x402_settings):
     return make_app(
         **x402_settings, wallet_recovery_rate_limit="2/hour", trusted_proxies="127.0.0.1"
     )
@@ -365,7 +352,7 @@ def test_the_routes_are_rate_limited_per_source_and_per_wallet(limited_app):
 
 
 @pytest.fixture
-def racing_app(make_app, x402_settings):  # noqa: F811
+def racing_app(make_app, x402_settings):
     # On PostgreSQL, several write transactions of one worker at once (SQLite has one).
     return make_app(**x402_settings, db_dispatch="threads")
 

@@ -15,22 +15,22 @@ import pytest
 from agent_broker import clock
 from agent_broker.certification.badge import is_certified
 from agent_broker.certification.service import record_of
-from tests.certification.conftest import (
+from tests.support.accounts import fund, handle_of, register
+from tests.support.certification import (
     PERIOD_MICRO,
     ROUTE,
     ROUTE_PATH,
     answer_liveness,
     cancel,
-    echoing,
     free_test,
-    run,
     status,
     subscribe,
 )
-from tests.domains.conftest import prove, set_route
-from tests.helpers import fund, new_key, register
-from tests.listings.conftest import LISTING
-from tests.tls_server import Answer
+from tests.support.domains import echoing, prove, set_route
+from tests.support.http import new_key
+from tests.support.jobs import run
+from tests.support.market import LISTING, listed
+from tests.support.tls import Answer
 
 HOUR = timedelta(hours=1)
 
@@ -69,8 +69,7 @@ def _checks(app, count):
 
 
 def _reputation(client, agent):
-    handle = client.get("/v1/account", headers=agent.headers).json()["handle"]
-    return client.get(f"/v1/reputation/{handle}").json()
+    return client.get(f"/v1/reputation/{handle_of(client, agent)}").json()
 
 
 def test_three_passing_checks_are_not_enough_and_four_are(
@@ -222,17 +221,10 @@ def _certified_everywhere(client, agent, listing_id):
     }
 
 
-def _post_listing(client, agent) -> str:
-    headers = {**agent.headers, "Idempotency-Key": new_key()}
-    posted = client.post("/v1/listings", json=LISTING, headers=headers)
-    assert posted.status_code == 201, posted.text
-    return posted.json()["id"]
-
-
 @pytest.fixture
 def certified(app, client, challenge_server, subscriber):
     """A certified subscriber with a live listing: (agent, listing id)."""
-    listing_id = _post_listing(client, subscriber)
+    listing_id = listed(client, subscriber)
     answer_liveness(challenge_server)
     _checks(app, 4)
     run(app, "certification-badges")
@@ -277,7 +269,7 @@ def test_a_lapsed_period_takes_the_badge_at_once_everywhere(
     period_end = _period_end(client, subscriber)
     # Certified on four passing checks in the paid period's last hours.
     clock.advance(period_end - clock.now() - 5 * HOUR)
-    listing_id = _post_listing(client, subscriber)
+    listing_id = listed(client, subscriber)
     _checks(app, 4)
     run(app, "certification-badges")
     clock.advance(period_end - clock.now() - timedelta(seconds=1))

@@ -13,16 +13,11 @@ import httpx
 from sqlalchemy import func, select
 
 from agent_broker.certification.models import CertificationCheck
-from tests.certification.conftest import (
-    ROUTE,
-    ROUTE_PATH,
-    answer_liveness,
-    free_test,
-    status,
-)
-from tests.domains.conftest import set_route
-from tests.helpers import assert_problem, register
-from tests.tls_server import Answer
+from tests.support.accounts import register
+from tests.support.certification import ROUTE, ROUTE_PATH, answer_liveness, free_test, status
+from tests.support.domains import set_route
+from tests.support.http import assert_problem
+from tests.support.tls import Answer
 
 
 def test_the_liveness_contract_is_published(client):

@@ -13,20 +13,20 @@ import httpx
 from agent_broker import clock
 from agent_broker.certification.service import record_of
 from agent_broker.ledger.service import wallet
-from tests.certification.conftest import (
+from tests.support.accounts import balance, fund, register
+from tests.support.certification import (
     PERIOD_MICRO,
     ROUTE,
     answer_liveness,
-    balance,
     cancel,
     free_test,
-    run,
     status,
     subscribe,
 )
-from tests.domains.conftest import set_route
-from tests.helpers import assert_problem, fund, new_key, register
-from tests.tls_server import Answer
+from tests.support.domains import set_route
+from tests.support.http import assert_problem, new_key
+from tests.support.jobs import run
+from tests.support.tls import Answer
 
 DAY = timedelta(days=1)
 

@@ -9,8 +9,8 @@ from typer.testing import CliRunner
 
 from agent_broker.cli import app as cli
 from agent_broker.pricing import DEAL_FEE_MICRO, POSTING_FEE_MICRO
-from tests.helpers import fund
-from tests.listings.conftest import LISTING
+from tests.support.accounts import fund
+from tests.support.market import LISTING
 
 
 def _agent(live_server: str, key: str | None = None):  # type: ignore[no-untyped-def]
@@ -27,7 +27,7 @@ def _agent(live_server: str, key: str | None = None):  # type: ignore[no-untyped
     return run
 
 
-def _trader(app, live_server: str, name: str):  # type: ignore[no-untyped-def]
+def _trading_shell(app, live_server: str, name: str):  # type: ignore[no-untyped-def]
     made = _agent(live_server)("register")
     agent = _agent(live_server, made["api_key"])
     agent("contact", name, "ops@agents.dev")
@@ -49,8 +49,8 @@ POST = (
 
 
 def test_a_whole_deal_from_the_shell(app, live_server):
-    seller_made, seller = _trader(app, live_server, "seller")
-    buyer_made, buyer = _trader(app, live_server, "buyer")
+    seller_made, seller = _trading_shell(app, live_server, "seller")
+    buyer_made, buyer = _trading_shell(app, live_server, "buyer")
     refused = seller(*POST, ok=False)
     assert refused["reason"] == "insufficient_funds_self"
     for made in (seller_made, buyer_made):

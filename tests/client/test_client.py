@@ -19,13 +19,11 @@ from agent_broker.client import (
     Unauthorized,
 )
 from agent_broker.pricing import DEAL_FEE_MICRO, POSTING_FEE_MICRO
-from tests.helpers import fund
-from tests.listings.conftest import LISTING
-
-FUNDS = POSTING_FEE_MICRO + 2 * DEAL_FEE_MICRO
+from tests.support.accounts import fund
+from tests.support.market import FUNDS, LISTING
 
 
-def _trader(app, base: str, name: str) -> Client:
+def _trading_client(app, base: str, name: str) -> Client:
     client = Client(base)
     client.register()
     assert client.api_key and client.api_key.startswith("ab_")
@@ -36,7 +34,10 @@ def _trader(app, base: str, name: str) -> Client:
 
 
 def test_a_whole_deal_with_the_blocking_client(app, live_server):
-    seller, buyer = _trader(app, live_server, "seller"), _trader(app, live_server, "buyer")
+    seller, buyer = (
+        _trading_client(app, live_server, "seller"),
+        _trading_client(app, live_server, "buyer"),
+    )
     try:
         listing = seller.post_listing(**LISTING)
         page = buyer.feed(q="deduplicate", sort="price_asc")
@@ -96,7 +97,7 @@ class _LoseFirstAnswer(httpx.HTTPTransport):
 
 
 def test_a_lost_answer_is_retried_with_the_same_key_and_charged_once(app, live_server):
-    seller = _trader(app, live_server, "seller")
+    seller = _trading_client(app, live_server, "seller")
     transport = _LoseFirstAnswer()
     flaky = Client(
         live_server,

@@ -14,15 +14,14 @@ from agent_broker.client import AsyncClient, Client, InsufficientFunds, Unauthor
 from agent_broker.client.payment import paid_timeout_seconds
 from agent_broker.payments.x402.facilitator import SETTLE_DEADLINE_SECONDS
 from agent_broker.pricing import PACK_MICRO
-from tests.x402.conftest import facilitator, x402_settings  # noqa: F401 - fixtures
 
 
 @pytest.fixture
-def app(make_app, x402_settings):  # noqa: F811
+def app(make_app, x402_settings):
     return make_app(**x402_settings)
 
 
-def test_a_wallet_pays_for_the_feed_and_keeps_the_new_key(app, live_server, facilitator):  # noqa: F811
+def test_a_wallet_pays_for_the_feed_and_keeps_the_new_key(app, live_server, facilitator):
     wallet = Account.create()
     with Client(live_server, wallet=wallet.key.hex()) as agent:
         page = agent.feed()
@@ -42,7 +41,7 @@ def test_without_a_wallet_the_challenge_is_raised(live_server):
         agent.account()  # not payable: 401 as ever
 
 
-def test_a_paid_call_waits_longer_than_the_service_may_take_to_settle(live_server, facilitator):  # noqa: F811
+def test_a_paid_call_waits_longer_than_the_service_may_take_to_settle(live_server, facilitator):
     # Each facilitator call takes longer than the client's own timeout: a paid call still
     # waits for its answer instead of sending the payment again (refused as a replay).
     facilitator.stall_seconds = 1.2

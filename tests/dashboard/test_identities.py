@@ -18,7 +18,9 @@ from agent_broker import clock
 from agent_broker.accounts import identities
 from agent_broker.accounts.identities import WALLET_ISSUER
 from agent_broker.config import Settings
-from tests.dashboard.conftest import (
+from tests.support.accounts import Agent, register
+from tests.support.http import assert_problem
+from tests.support.identity import (
     ATTESTATION,
     ISSUER,
     OAUTH_ISSUER,
@@ -26,7 +28,6 @@ from tests.dashboard.conftest import (
     idp_settings,
     oauth_settings,
 )
-from tests.helpers import Agent, assert_problem, register
 
 IDENTITIES = "/dashboard/identities"
 

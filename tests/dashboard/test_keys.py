@@ -10,9 +10,10 @@ import re
 
 import pytest
 
-from tests.dashboard.conftest import bearer
-from tests.helpers import Agent, assert_problem, fund, new_key, register
-from tests.listings.conftest import LISTING
+from tests.support.accounts import Agent, fund, register
+from tests.support.http import assert_problem, new_key
+from tests.support.identity import bearer
+from tests.support.market import LISTING
 
 KEY_SHAPE = re.compile(r"ab_live_[0-9a-f]{32}")
 

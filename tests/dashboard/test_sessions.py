@@ -23,8 +23,9 @@ from agent_broker import clock
 from agent_broker.cli import app as cli
 from agent_broker.config import Settings
 from agent_broker.http import jwt_bearer
-from tests.conftest import TEST_SECRET
-from tests.dashboard.conftest import (
+from tests.support.accounts import fund, register
+from tests.support.http import assert_problem, new_key
+from tests.support.identity import (
     AUDIENCE,
     ISSUER,
     KID,
@@ -35,9 +36,8 @@ from tests.dashboard.conftest import (
     unsigned,
     write_jwks,
 )
-from tests.helpers import assert_problem, fund, new_key, register
-from tests.listings.conftest import LISTING
-from tests.tls_server import Answer, tls_server
+from tests.support.market import LISTING
+from tests.support.tls import Answer, tls_server
 
 STRONG = "a" * 40
 
@@ -433,19 +433,13 @@ def test_a_key_set_url_that_fails_is_401_not_a_server_error(
 # --- CLI ---------------------------------------------------------------------------------------
 
 
-@pytest.fixture
-def env(database_url, monkeypatch):
-    monkeypatch.setenv("BROKER_DATABASE_URL", database_url)
-    monkeypatch.setenv("BROKER_KEY_HASH_SECRET", TEST_SECRET)
-
-
 def link_identity(account_id: str, subject: str = "operator-9", issuer: str = ISSUER):
     return CliRunner().invoke(
         cli, ["admin", "link-identity", account_id, "--issuer", issuer, "--subject", subject]
     )
 
 
-def test_the_operator_links_an_identity_from_the_cli(client, env, session_token):
+def test_the_operator_links_an_identity_from_the_cli(client, broker_env, session_token):
     a = register(client)
     b = register(client)
     session = bearer(session_token("operator-9"))
@@ -465,7 +459,7 @@ def test_the_operator_links_an_identity_from_the_cli(client, env, session_token)
     assert account_of(client, session).json()["account_id"] == a.account_id
 
 
-def test_the_cli_link_refuses_bad_arguments(client, env, session_token):
+def test_the_cli_link_refuses_bad_arguments(client, broker_env, session_token):
     agent = register(client)
     assert link_identity("not-a-uuid").exit_code == 2
     unknown = link_identity("00000000-0000-4000-8000-000000000000")

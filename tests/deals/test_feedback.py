@@ -5,34 +5,18 @@ from datetime import timedelta
 import pytest
 
 from agent_broker import clock
-from tests.deals.test_finalize import finalize
-from tests.helpers import assert_problem, complete_profile, fund, register
-from tests.listings.conftest import FEE, post
-from tests.threads.conftest import DEAL_FEE, balance, open_thread
+from tests.support.accounts import balance_and_held, complete_profile, fund, register
+from tests.support.http import assert_problem
+from tests.support.market import DEAL_FEE, FEE, dispute, post, rate, seal
 
 
 def _facets(client, agent):
     return client.get("/v1/account", headers=agent.headers).json()["reputation"]
 
 
-def _seal(client, poster, opener, listing_id):
-    thread = open_thread(client, opener, listing_id).json()["id"]
-    response = finalize(client, poster, thread)
-    assert response.status_code == 201, response.text
-    return response.json()["id"]
-
-
 @pytest.fixture
 def deal(client, market) -> str:
-    return _seal(client, market.poster, market.opener, market.listing_id)
-
-
-def rate(client, agent, deal_id, **body):
-    return client.post(f"/v1/deals/{deal_id}/ratings", json=body, headers=agent.headers)
-
-
-def dispute(client, agent, deal_id):
-    return client.post(f"/v1/deals/{deal_id}/dispute", headers=agent.headers)
+    return seal(client, market.poster, market.opener, market.listing_id)
 
 
 def test_sealing_counts_a_finalized_deal_in_each_partys_role(client, market, deal):
@@ -70,9 +54,12 @@ def test_one_rating_and_one_dispute_per_party(client, market, deal):
 
 
 def test_a_dispute_moves_no_money(client, market, deal):
-    before = (balance(client, market.poster), balance(client, market.opener))
+    before = (balance_and_held(client, market.poster), balance_and_held(client, market.opener))
     dispute(client, market.opener, deal)
-    assert (balance(client, market.poster), balance(client, market.opener)) == before
+    assert (
+        balance_and_held(client, market.poster),
+        balance_and_held(client, market.opener),
+    ) == before
 
 
 def test_only_parties_within_seven_days(client, market, deal):
@@ -108,7 +95,7 @@ def test_deals_between_unfunded_accounts_move_no_counters(app, client):
         complete_profile(client, agent)
         fund(app, agent.account_id, FEE + 2 * DEAL_FEE)  # credit, never real money
     listing = post(client, poster).json()["id"]
-    deal = _seal(client, poster, opener, listing)
+    deal = seal(client, poster, opener, listing)
     assert _facets(client, poster)["seller"]["finalized_count"] == 0
     assert rate(client, opener, deal, score=1, delivered=False).status_code == 201
     assert _facets(client, poster)["seller"] == {

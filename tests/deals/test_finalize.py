@@ -11,16 +11,9 @@ from sqlalchemy import func, select
 from agent_broker import clock
 from agent_broker.jobs.runner import run_job
 from agent_broker.ledger.models import JournalEntry
-from tests.helpers import assert_problem, new_key, register
-from tests.threads.conftest import DEAL_FEE, balance, close, offer, open_thread, trader
-
-
-def finalize(client, agent, thread_id, key=None, **kwargs):
-    return client.post(
-        f"/v1/threads/{thread_id}/finalize",
-        headers={**agent.headers, "Idempotency-Key": key or new_key()},
-        **kwargs,
-    )
+from tests.support.accounts import balance_and_held, register
+from tests.support.http import assert_problem, new_key
+from tests.support.market import DEAL_FEE, close, finalize, offer, open_thread, trader
 
 
 def _deal_fees(app) -> int:
@@ -30,13 +23,8 @@ def _deal_fees(app) -> int:
         )
 
 
-@pytest.fixture
-def thread(client, market) -> str:
-    return open_thread(client, market.opener, market.listing_id).json()["id"]
-
-
 def test_finalize_seals_the_deal_and_captures_both_fees(app, client, market, thread):
-    poster_before = balance(client, market.poster)
+    poster_before = balance_and_held(client, market.poster)
     response = finalize(client, market.poster, thread)
     assert response.status_code == 201, response.text
     deal = response.json()
@@ -46,8 +34,8 @@ def test_finalize_seals_the_deal_and_captures_both_fees(app, client, market, thr
     purge = datetime.fromisoformat(deal["purge_at"].replace("Z", "+00:00"))
     assert deal["reveal_at"] == deal["created_at"]
     assert purge - sealed == timedelta(days=7)
-    assert balance(client, market.opener) == (2 * DEAL_FEE, 0)
-    assert balance(client, market.poster) == (poster_before[0] - DEAL_FEE, 0)
+    assert balance_and_held(client, market.opener) == (2 * DEAL_FEE, 0)
+    assert balance_and_held(client, market.poster) == (poster_before[0] - DEAL_FEE, 0)
     assert _deal_fees(app) == 2
     got = client.get(f"/v1/threads/{thread}", headers=market.opener.headers).json()
     assert got["status"] == "finalized"
@@ -107,7 +95,7 @@ def test_interface_and_card_follow_what_the_counterparty_declared(client, market
 def test_only_the_poster_may_finalize_and_a_refusal_moves_nothing(app, client, market, thread):
     assert_problem(finalize(client, market.opener, thread), 403, "forbidden")
     assert_problem(finalize(client, register(client), thread), 404, "not_found")
-    assert balance(client, market.opener) == (2 * DEAL_FEE, DEAL_FEE)
+    assert balance_and_held(client, market.opener) == (2 * DEAL_FEE, DEAL_FEE)
     assert _deal_fees(app) == 0
 
 
@@ -132,8 +120,8 @@ def test_a_replay_returns_the_same_package_and_a_second_finalize_conflicts(
 
 
 def test_a_poster_short_of_the_fee_is_402_and_the_thread_stays_open(app, client):
-    from tests.helpers import complete_profile, fund
-    from tests.listings.conftest import FEE, post
+    from tests.support.accounts import complete_profile, fund
+    from tests.support.market import FEE, post
 
     poster = register(client)
     complete_profile(client, poster)
@@ -143,7 +131,7 @@ def test_a_poster_short_of_the_fee_is_402_and_the_thread_stays_open(app, client)
     thread = open_thread(client, opener, listing).json()["id"]
     assert_problem(finalize(client, poster, thread), 402, "insufficient_funds_self")
     assert client.get(f"/v1/threads/{thread}", headers=opener.headers).json()["status"] == "open"
-    assert balance(client, opener) == (2 * DEAL_FEE, DEAL_FEE)
+    assert balance_and_held(client, opener) == (2 * DEAL_FEE, DEAL_FEE)
     assert _deal_fees(app) == 0
 
 
@@ -151,7 +139,7 @@ def test_competing_threads_are_auto_closed_with_holds_released(app, client, mark
     rival = trader(app, client)
     other = open_thread(client, rival, market.listing_id).json()["id"]
     finalize(client, market.poster, thread)
-    assert balance(client, rival) == (3 * DEAL_FEE, 0)
+    assert balance_and_held(client, rival) == (3 * DEAL_FEE, 0)
     got = client.get(f"/v1/threads/{other}", headers=rival.headers).json()
     assert got["status"] == "closed"
     assert_problem(offer(client, market.poster, other, "too late"), 410, "thread_auto_closed")
@@ -174,7 +162,7 @@ def test_concurrent_finalize_calls_seal_once(app, client, market, thread, live_s
         responses = list(pool.map(attempt, range(6)))
     assert sorted(r.status_code for r in responses) == [201] + [409] * 5
     assert _deal_fees(app) == 2
-    assert balance(client, market.opener) == (2 * DEAL_FEE, 0)
+    assert balance_and_held(client, market.opener) == (2 * DEAL_FEE, 0)
 
 
 def test_deals_are_for_the_parties_and_purged_after_seven_days(app, client, market, thread):
@@ -200,7 +188,7 @@ def test_deals_are_for_the_parties_and_purged_after_seven_days(app, client, mark
 
 
 def test_each_sides_credential_verifies_against_the_published_key_document(client, market, thread):
-    from tests.tokens.reference import footer_of, verify
+    from tests.support.paseto import footer_of, verify
 
     poster_view = finalize(client, market.poster, thread).json()
     deal_id = poster_view["id"]

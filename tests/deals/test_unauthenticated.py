@@ -7,14 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.deals.test_finalize import finalize
-from tests.threads.conftest import Market, open_thread
-from tests.threads.test_unauthenticated import (
-    CREDENTIALS,
-    Route,
-    Scene,
-    check_refused_then_accepted,
-)
+from tests.support.credentials import CREDENTIALS, Route, Scene, check_refused_then_accepted
+from tests.support.market import Market, finalize, open_thread
 
 DEAL_ROUTES = [
     Route("GET", "/v1/deals/{deal}", "opener", 200),

@@ -8,8 +8,9 @@ import re
 import pytest
 
 from agent_broker.domains.registrable import NoRegistrableDomain, registrable_domain
-from tests.domains.conftest import challenge, set_route
-from tests.helpers import assert_problem, register
+from tests.support.accounts import register
+from tests.support.domains import challenge, set_route
+from tests.support.http import assert_problem
 
 FIELDS = {"domain", "url", "token", "verified", "grant_pending", "grant_micro", "instructions"}
 

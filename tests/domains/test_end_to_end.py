@@ -3,20 +3,15 @@ receive the grant, post a listing and open a thread with nothing but HTTP calls.
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastapi.testclient import TestClient
 from sqlalchemy import select
 
 from agent_broker.ledger.models import JournalEntry
-from tests.domains.conftest import serve_token
-from tests.helpers import new_key
-from tests.listings.conftest import LISTING
-from tests.tls_server import TLSServer
-
-GRANT = 10_000_000
-POSTING_FEE = 100_000  # 200 credits
-DEAL_FEE = 1_000_000
+from tests.support.accounts import read_account
+from tests.support.domains import GRANT, serve_token
+from tests.support.http import new_key
+from tests.support.market import DEAL_FEE, FEE, LISTING
+from tests.support.tls import TLSServer
 
 
 def _onboard(
@@ -60,15 +55,9 @@ def _onboard(
 
     after = client.get("/v1/account/domain", headers=headers).json()
     assert (after["verified"], after["grant_pending"]) == (True, False)
-    account = _account(client, headers)
+    account = read_account(client, headers)
     assert (account["balance_micro"], account["held_micro"]) == (GRANT, 0)
     return headers
-
-
-def _account(client: TestClient, headers: dict[str, str]) -> dict[str, Any]:
-    response = client.get("/v1/account", headers=headers)
-    assert response.status_code == 200, response.text
-    return response.json()
 
 
 def test_from_registration_to_a_thread_on_the_grant_alone(app, client, challenge_server):
@@ -97,10 +86,10 @@ def test_from_registration_to_a_thread_on_the_grant_alone(app, client, challenge
     assert thread.json()["status"] == "open"
     assert thread.json()["amount_micro"] == DEAL_FEE
 
-    seller_account = _account(client, seller)
-    buyer_account = _account(client, buyer)
+    seller_account = read_account(client, seller)
+    buyer_account = read_account(client, buyer)
     assert (seller_account["balance_micro"], seller_account["held_micro"]) == (
-        GRANT - POSTING_FEE,
+        GRANT - FEE,
         0,
     )
     # balance_micro is what is spendable: the deal fee is held, not yet spent.

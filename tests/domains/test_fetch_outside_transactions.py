@@ -15,14 +15,14 @@ from contextlib import contextmanager
 import httpx
 from fastapi import FastAPI
 
-from tests.domains.conftest import CHALLENGE_PATH, challenge, set_route
-from tests.helpers import Agent, fund, new_key, register, serving, wait_until
-from tests.listings.conftest import FEE, LISTING
-from tests.tls_server import Answer, TLSServer
+from tests.support.accounts import Agent, fund, register
+from tests.support.domains import CHALLENGE_PATH, GRANT, challenge, set_route
+from tests.support.http import new_key, serving, wait_until
+from tests.support.market import FEE, LISTING
+from tests.support.tls import Answer, TLSServer
 
 HOLD = 5.0  # how long the challenge server holds its answer
 PROMPT = 2.0  # what "promptly" allows a request made meanwhile (the hold is 2.5 times that)
-GRANT = 10_000_000
 
 
 def _timed(call: Callable[[], httpx.Response]) -> tuple[httpx.Response, float]:

@@ -13,18 +13,18 @@ from sqlalchemy import select
 from agent_broker import clock
 from agent_broker.ledger import books
 from agent_broker.ledger.models import JournalEntry, Posting
-from tests.domains.conftest import (
+from tests.support.accounts import complete_profile, read_account, register
+from tests.support.domains import (
     CHALLENGE_PATH,
+    GRANT,
     challenge,
     prove,
     serve_token,
     set_route,
     verify,
 )
-from tests.helpers import assert_problem, complete_profile, register
-from tests.tls_server import Answer
-
-GRANT = 10_000_000
+from tests.support.http import assert_problem
+from tests.support.tls import Answer
 
 
 def grant_entries(app) -> list[tuple[str, int, bool]]:
@@ -36,10 +36,6 @@ def grant_entries(app) -> list[tuple[str, int, bool]]:
             .where(JournalEntry.kind == "domain_grant", Posting.account_code != books.GRANTS)
         ).all()
     return [tuple(row) for row in rows]
-
-
-def account(client, agent) -> dict:
-    return client.get("/v1/account", headers=agent.headers).json()
 
 
 def test_a_first_proof_pays_the_grant_once_through_the_journal(app, client, challenge_server):
@@ -54,7 +50,7 @@ def test_a_first_proof_pays_the_grant_once_through_the_journal(app, client, chal
     }
     seen = challenge_server.seen[-1]
     assert (seen.method, seen.path, seen.host) == ("GET", CHALLENGE_PATH, "agents.dev")
-    after = account(client, agent)
+    after = read_account(client, agent)
     assert after["balance_micro"] == GRANT
     # A grant is not real money: the account stays unfunded.
     assert after["reputation"] == after["reputation"] | {"funded": False, "domain_verified": True}
@@ -66,13 +62,13 @@ def test_a_first_proof_pays_the_grant_once_through_the_journal(app, client, chal
     assert again.status_code == 200
     assert again.json()["granted"] is False and again.json()["granted_micro"] == 0
     assert "grant_reason" not in again.json()
-    assert account(client, agent)["balance_micro"] == GRANT
+    assert read_account(client, agent)["balance_micro"] == GRANT
     assert len(grant_entries(app)) == 1
 
 
 def test_a_verified_account_is_verified_on_its_public_record(client, challenge_server):
     agent = register(client)
-    handle = account(client, agent)["handle"]
+    handle = read_account(client, agent)["handle"]
     assert client.get(f"/v1/reputation/{handle}").json()["domain_verified"] is False
     prove(client, challenge_server, agent, "https://agents.dev/deals/")
     assert client.get(f"/v1/reputation/{handle}").json()["domain_verified"] is True
@@ -127,7 +123,7 @@ def test_a_body_other_than_the_token_fails(app, client, challenge_server, body, 
     assert problem["check"] == check
     assert "not the token" in problem["detail"]
     assert challenge(client, agent)["verified"] is False
-    assert account(client, agent)["balance_micro"] == 0
+    assert read_account(client, agent)["balance_micro"] == 0
     assert grant_entries(app) == []
 
 
@@ -232,8 +228,8 @@ def test_a_domain_pays_once_even_to_another_account(app, client, challenge_serve
     assert "grant_reason" not in body
     assert "agents.dev" in body["detail"]
     # The proof still counts for the second account; only the credit is not paid again.
-    assert account(client, second)["reputation"]["domain_verified"] is True
-    assert account(client, second)["balance_micro"] == 0
+    assert read_account(client, second)["reputation"]["domain_verified"] is True
+    assert read_account(client, second)["balance_micro"] == 0
     assert challenge(client, second)["grant_pending"] is False
     assert len(grant_entries(app)) == 1
 
@@ -243,7 +239,7 @@ def test_an_account_gets_one_grant_however_many_domains_it_proves(app, client, c
     assert prove(client, challenge_server, agent, "https://agents.dev/a/")["granted"] is True
     body = prove(client, challenge_server, agent, "https://buyer.dev/a/")
     assert (body["domain"], body["granted"]) == ("buyer.dev", False)
-    assert account(client, agent)["balance_micro"] == GRANT
+    assert read_account(client, agent)["balance_micro"] == GRANT
     # buyer.dev was proved by an account that had its grant: it stays free to pay another.
     other = register(client)
     assert prove(client, challenge_server, other, "https://buyer.dev/b/")["granted"] is True
@@ -258,7 +254,7 @@ def test_a_deployment_granting_nothing_still_verifies(make_domain_app, challenge
         assert (body["granted"], body["granted_micro"]) == (False, 0)
         assert "grant_reason" not in body
         assert challenge(client, agent)["grant_pending"] is False
-        assert account(client, agent)["reputation"]["domain_verified"] is True
+        assert read_account(client, agent)["reputation"]["domain_verified"] is True
     assert grant_entries(app) == []
 
 
@@ -304,8 +300,8 @@ def test_the_daily_cap_keeps_a_claim_pending_until_the_next_utc_day(
         # The domain was proved already: collecting fetched nothing.
         assert len(challenge_server.seen) == fetched
         assert challenge(client, second)["grant_pending"] is False
-        assert account(client, second)["balance_micro"] == GRANT
-        assert account(client, third)["balance_micro"] == 0
+        assert read_account(client, second)["balance_micro"] == GRANT
+        assert read_account(client, third)["balance_micro"] == 0
     assert len(grant_entries(app)) == 2
 
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any
 
 import httpx
 import pytest
@@ -16,11 +15,11 @@ from sqlalchemy import func, select
 
 from agent_broker.ledger import books
 from agent_broker.ledger.models import JournalEntry, Posting
-from tests.domains.conftest import CHALLENGE_PATH, challenge, set_route
-from tests.helpers import Agent, register, serving, wait_until
-from tests.tls_server import Answer
+from tests.support.accounts import Agent, read_account, register
+from tests.support.domains import CHALLENGE_PATH, GRANT, challenge, set_route
+from tests.support.http import serving, wait_until
+from tests.support.tls import Answer
 
-GRANT = 10_000_000
 # One route per registrable domain the server can answer for.
 ROUTES = (
     "https://agents.dev/deals/",
@@ -67,12 +66,6 @@ def _grant_entries(app: FastAPI, account_id: str | None = None) -> tuple[int, in
     return int(count), sign * int(total)
 
 
-def _account(http: httpx.Client, agent: Agent) -> dict[str, Any]:
-    response = http.get("/v1/account", headers=agent.headers)
-    assert response.status_code == 200, response.text
-    return response.json()
-
-
 def test_concurrent_verifies_of_one_account_pay_the_grant_once(app, live_server, challenge_server):
     racers = 8
     with httpx.Client(base_url=live_server, timeout=60) as http:
@@ -100,7 +93,7 @@ def test_concurrent_verifies_of_one_account_pay_the_grant_once(app, live_server,
                 assert response.json()["granted_micro"] == 0
                 assert "grant_reason" not in response.json()
 
-        account = _account(http, agent)
+        account = read_account(http, agent)
         assert (account["balance_micro"], account["held_micro"]) == (GRANT, 0)
         assert account["reputation"]["domain_verified"] is True
         assert _grant_entries(app, agent.account_id) == (1, GRANT)
@@ -143,7 +136,7 @@ def test_two_accounts_claiming_one_domain_at_once_earn_one_grant(
         assert _grant_entries(app) == (1, GRANT)
         balances = []
         for agent in (first, second):
-            account = _account(http, agent)
+            account = read_account(http, agent)
             assert account["reputation"]["domain_verified"] is True
             balances.append(account["balance_micro"])
             state = challenge(http, agent)
@@ -202,7 +195,7 @@ def test_the_daily_cap_holds_under_concurrent_verifies(make_domain_app, challeng
         assert _grant_entries(app) == (2, 2 * GRANT)
         for i, agent in enumerate(agents):
             state = challenge(http, agent)
-            account = _account(http, agent)
+            account = read_account(http, agent)
             assert state["verified"] is True
             assert account["reputation"]["domain_verified"] is True
             if i in paid:

@@ -14,22 +14,10 @@ from agent_broker.accounts.caller import Caller, CredentialKind
 from agent_broker.accounts.models import Account
 from agent_broker.app import ROUTERS
 from agent_broker.http.policy import authenticated, policy_of
-from tests.helpers import assert_problem, register
+from tests.support.accounts import register
+from tests.support.http import assert_problem
+from tests.support.x402 import PAYABLE_OPERATIONS
 
-PAYABLE = {
-    ("POST", "/v1/listings"),
-    ("GET", "/v1/feed"),
-    ("GET", "/v1/listings/{listing_id}"),
-    ("POST", "/v1/listings/{listing_id}/threads"),
-    ("GET", "/v1/listings/{listing_id}/threads"),
-    ("GET", "/v1/threads/{thread_id}"),
-    ("POST", "/v1/threads/{thread_id}/offers"),
-    ("POST", "/v1/threads/{thread_id}/close"),
-    ("POST", "/v1/threads/{thread_id}/finalize"),
-    ("GET", "/v1/deals/{deal_id}"),
-    ("POST", "/v1/deals/{deal_id}/ratings"),
-    ("POST", "/v1/deals/{deal_id}/dispute"),
-}
 KEY_OR_SESSION = {
     ("GET", "/v1/account"),
     ("GET", "/v1/account/profile"),
@@ -79,7 +67,7 @@ def test_every_authenticated_route_declares_its_policy_as_the_interface_says():
             assert policy is None, operation
             continue
         assert policy is not None, f"{operation} declares no auth policy"
-        assert policy.metered == (operation in PAYABLE), operation
+        assert policy.metered == (operation in PAYABLE_OPERATIONS), operation
         kinds = {CredentialKind.api_key}
         if operation in KEY_OR_SESSION:
             kinds.add(CredentialKind.session)
@@ -87,7 +75,7 @@ def test_every_authenticated_route_declares_its_policy_as_the_interface_says():
             kinds.add(CredentialKind.oauth)
         assert set(policy.kinds) == kinds, operation
         assert policy.scopes == {"read"}, operation
-    assert set(seen) >= PAYABLE | KEY_OR_SESSION | KEY_OR_OAUTH
+    assert set(seen) >= PAYABLE_OPERATIONS | KEY_OR_SESSION | KEY_OR_OAUTH
 
 
 @pytest.fixture

@@ -12,27 +12,9 @@ import time
 import httpx
 import pytest
 
-from tests.helpers import assert_problem, fund, new_key, register, serving
-
-LISTING = {
-    "title": "Translate product manuals",
-    "category": "translation",
-    "listing_type": "sell",
-    "price_micro": 1_000_000,
-    "body": "English to German, technical vocabulary.",
-}
-
-
-def _post_listing(client, agent, **fields):
-    headers = {**agent.headers, "Idempotency-Key": new_key()}
-    return client.post("/v1/listings", json={**LISTING, **fields}, headers=headers)
-
-
-@pytest.fixture
-def seller(app, client):
-    agent = register(client)
-    fund(app, agent.account_id, 50_000_000, real_money=True)
-    return agent
+from tests.support.accounts import fund
+from tests.support.http import assert_problem, new_key, serving
+from tests.support.market import FEE, LISTING, post
 
 
 def test_a_declared_length_over_the_limit_is_413_before_reading(make_app):
@@ -97,16 +79,16 @@ def test_operations_with_a_body_declare_408_and_413(client):
     ["title\u0000here", "\u0000", "a\u0000"],
 )
 def test_a_nul_in_a_json_string_is_400(client, seller, text):
-    response = _post_listing(client, seller, title=text)
+    response = post(client, seller, title=text)
     assert_problem(response, 400, "invalid_input")
     # Nothing was charged for the refused post.
     account = client.get("/v1/account", headers=seller.headers).json()
-    assert account["balance_micro"] == 50_000_000
+    assert account["balance_micro"] == 100 * FEE
 
 
 def test_an_escaped_backslash_before_u0000_is_plain_text(client, seller):
     # JSON `\\u0000` is a backslash followed by the text "u0000", not a NUL.
-    response = _post_listing(client, seller, title="a\\u0000b")
+    response = post(client, seller, title="a\\u0000b")
     assert response.status_code == 201, response.text
     assert response.json()["title"] == "a\\u0000b"
 
@@ -134,7 +116,7 @@ def test_over_deep_json_is_400_and_not_charged(client, seller):
         },
     )
     assert_problem(response, 400, "invalid_input")
-    assert client.get("/v1/account", headers=seller.headers).json()["balance_micro"] == 50_000_000
+    assert client.get("/v1/account", headers=seller.headers).json()["balance_micro"] == 100 * FEE
     # A route that ignores its body still fingerprints it for Idempotency-Key.
     response = client.post(
         "/v1/threads/00000000-0000-0000-0000-000000000000/close",
@@ -145,7 +127,7 @@ def test_over_deep_json_is_400_and_not_charged(client, seller):
 
 
 def test_brackets_inside_strings_do_not_count_as_nesting(client, seller):
-    response = _post_listing(client, seller, body="[[[{{{" * 200)
+    response = post(client, seller, body="[[[{{{" * 200)
     assert response.status_code == 201, response.text
 
 

@@ -24,7 +24,8 @@ from agent_broker.ledger import books
 from agent_broker.ledger.models import JournalEntry
 from agent_broker.ledger.service import charge, wallet
 from agent_broker.problems import IdempotencyKeyReuse
-from tests.helpers import assert_problem, fund, new_key, register
+from tests.support.accounts import fund, register
+from tests.support.http import assert_problem, new_key
 
 
 class ChargeRequest(BaseModel):

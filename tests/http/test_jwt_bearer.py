@@ -5,13 +5,11 @@ at most every 30 s) and how a key set it cannot use is refused."""
 from __future__ import annotations
 
 import asyncio
-import json
 import types
 from typing import Any
 
 import httpx
 import pytest
-from joserfc import jwk
 
 from agent_broker.http import jwt_bearer
 from agent_broker.http.jwt_bearer import (
@@ -22,28 +20,9 @@ from agent_broker.http.jwt_bearer import (
     VerifiedToken,
 )
 from agent_broker.http.outbound import OutboundRefused, OutboundResponse
-from tests.dashboard.conftest import AUDIENCE, ISSUER, claims, sign, write_jwks
+from tests.support.identity import AUDIENCE, ISSUER, claims, jwks, sign, write_jwks
 
 URL = "https://idp.test/.well-known/jwks.json"
-
-
-@pytest.fixture(scope="module")
-def idp_key() -> jwk.RSAKey:
-    return jwk.RSAKey.generate_key(2048, parameters={"kid": "idp-1"})
-
-
-@pytest.fixture(scope="module")
-def next_idp_key() -> jwk.RSAKey:
-    return jwk.RSAKey.generate_key(2048, parameters={"kid": "idp-2"})
-
-
-@pytest.fixture(scope="module")
-def rogue_key() -> jwk.RSAKey:
-    return jwk.RSAKey.generate_key(2048, parameters={"kid": "idp-1"})
-
-
-def jwks(*keys: jwk.RSAKey) -> bytes:
-    return json.dumps({"keys": [key.as_dict(private=False) for key in keys]}).encode()
 
 
 class FakeOutbound:

@@ -29,7 +29,7 @@ from agent_broker.http.outbound import (
     OutboundResponse,
     refusal_of,
 )
-from tests.tls_server import Answer, TLSServer, tls_server
+from tests.support.tls import Answer, TLSServer, tls_server
 
 NAME = "agents.dev"
 STRONG = "a" * 40

@@ -14,9 +14,9 @@ from agent_broker.config import Settings
 from agent_broker.http import rate_limits
 from agent_broker.http.rate_limits import RateLimiter
 from agent_broker.problems import RateLimited
-from tests.helpers import assert_problem
-
-REDIS_URL = os.environ.get("BROKER_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
+from tests.support.clock import ManualClock
+from tests.support.http import assert_problem
+from tests.support.settings import REDIS_URL
 
 
 @pytest.fixture
@@ -42,6 +42,30 @@ def test_in_memory_limits_refuse_past_the_limit_with_a_retry_delay():
     limiter.hit("probe", "3/minute", "10.0.0.2")  # another source has its own budget
 
 
+def test_in_memory_windows_and_retry_after_follow_the_limiters_clock():
+    clock = ManualClock()
+    limiter = RateLimiter(Settings(), clock=clock)
+    for _ in range(3):
+        limiter.hit("probe", "3/minute", "10.0.0.1")
+    clock.advance(45)
+    with pytest.raises(RateLimited) as refused:
+        limiter.hit("probe", "3/minute", "10.0.0.1")
+    assert refused.value.extra["retryAfterSeconds"] == 15
+    assert limiter.exhausted("probe", "3/minute", "10.0.0.1")
+    clock.advance(15.5)  # past the minute: the three hits left the moving window
+    assert not limiter.exhausted("probe", "3/minute", "10.0.0.1")
+    limiter.hit("probe", "3/minute", "10.0.0.1")
+
+
+def test_the_default_clock_is_the_systems():
+    limiter = RateLimiter(Settings())
+    assert limiter._clock is rate_limits.SYSTEM_CLOCK
+    before = time.time()
+    limiter.hit("probe", "1/minute", "10.0.0.1")
+    [entry] = limiter._storage.events[limiter._item("1/minute").key_for("probe", "10.0.0.1")]
+    assert before <= entry.atime <= time.time()
+
+
 def test_workers_sharing_redis_count_together(redis_url):
     source = uuid.uuid4().hex
     first, second = (RateLimiter(Settings(redis_url=redis_url)) for _ in range(2))
@@ -52,15 +76,10 @@ def test_workers_sharing_redis_count_together(redis_url):
         second.hit("probe", "3/minute", source)
 
 
-def test_a_shared_not_spent_is_trusted_briefly_and_a_workers_own_record_at_once(
-    redis_url, monkeypatch
-):
-    from agent_broker.http import rate_limits
-
-    clock = [1000.0]
-    monkeypatch.setattr(rate_limits.time, "monotonic", lambda: clock[0])
+def test_a_shared_not_spent_is_trusted_briefly_and_a_workers_own_record_at_once(redis_url):
+    clock = ManualClock()
     account = uuid.uuid4().hex
-    first, second = (RateLimiter(Settings(redis_url=redis_url)) for _ in range(2))
+    first, second = (RateLimiter(Settings(redis_url=redis_url), clock=clock) for _ in range(2))
     assert not first.exhausted("brake", "2/hour", account)
     assert not second.exhausted("brake", "2/hour", account)
     first.record("brake", "2/hour", account)
@@ -68,7 +87,7 @@ def test_a_shared_not_spent_is_trusted_briefly_and_a_workers_own_record_at_once(
     assert first.exhausted("brake", "2/hour", account)  # its own records: at once
     # The other worker asked the store a moment ago and takes that answer a while longer.
     assert not second.exhausted("brake", "2/hour", account)
-    clock[0] += rate_limits.UNSPENT_TRUST_SECONDS
+    clock.advance(rate_limits.UNSPENT_TRUST_SECONDS)
     assert second.exhausted("brake", "2/hour", account)
 
 
@@ -167,8 +186,8 @@ def test_a_silent_store_fails_open_after_one_timeout(silent_redis, monkeypatch):
 
 def test_after_a_store_failure_checks_skip_the_store_for_a_while(silent_redis, monkeypatch):
     monkeypatch.setattr(rate_limits, "REDIS_SOCKET_TIMEOUT_SECONDS", 0.2)
-    monkeypatch.setattr(rate_limits, "STORE_BACKOFF_SECONDS", 1.0)
-    limiter = RateLimiter(Settings(redis_url=silent_redis.url))
+    clock = ManualClock()
+    limiter = RateLimiter(Settings(redis_url=silent_redis.url), clock=clock)
     limiter.hit("probe", "1/minute", "10.0.0.1")
 
     def more_checks() -> None:
@@ -179,7 +198,10 @@ def test_after_a_store_failure_checks_skip_the_store_for_a_while(silent_redis, m
 
     assert _timed(more_checks) < 0.1
     assert len(silent_redis.accepted) == 1
-    time.sleep(1.1)
+    clock.advance(rate_limits.STORE_BACKOFF_SECONDS - 0.001)
+    more_checks()  # still within the back-off
+    assert len(silent_redis.accepted) == 1
+    clock.advance(0.001)
     limiter.hit("probe", "1/minute", "10.0.0.1")  # the back-off is over: the store is tried
     assert len(silent_redis.accepted) == 2
 

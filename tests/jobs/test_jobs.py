@@ -12,7 +12,7 @@ from agent_broker.jobs.registry import JOBS
 from agent_broker.jobs.runner import LEASE_TTL, run_job
 from agent_broker.ledger.models import Hold, LedgerAccount
 from agent_broker.ledger.service import take_hold
-from tests.helpers import fund, register
+from tests.support.accounts import fund, register
 
 HOLD = 1_000_000
 

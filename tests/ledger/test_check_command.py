@@ -8,8 +8,8 @@ from typer.testing import CliRunner
 
 from agent_broker.cli import app as cli
 from agent_broker.ledger import books
-from tests.helpers import fund
-from tests.ledger.sealing import journal, seal_now, tamper
+from tests.support.accounts import fund
+from tests.support.ledger import journal, seal_now, stored_verdict, tamper
 
 
 @pytest.fixture
@@ -20,11 +20,6 @@ def check(database_url, monkeypatch, app):
         return CliRunner().invoke(cli, ["ledger", "check"])
 
     return invoke
-
-
-def _stored(app) -> str | None:
-    with app.state.db.reader() as session:
-        return session.scalar(text("SELECT document FROM ledger_verdicts"))
 
 
 def test_a_clean_ledger_exits_0_with_a_summary(app, check, open_account):
@@ -69,14 +64,14 @@ def test_each_problem_is_a_line_and_the_exit_status_is_1(app, check, open_accoun
 def test_it_stores_no_verdict(app, check):
     journal(app, 2)
     seal_now(app)
-    stored = _stored(app)
+    stored = stored_verdict(app)
     tamper(app, "UPDATE ledger_entries SET memo = 'x' WHERE sequence = 1")
     assert check().exit_code == 1
-    assert _stored(app) == stored  # still the sealer's `ok`
+    assert stored_verdict(app) == stored  # still the sealer's `ok`
     with app.state.db.engine.begin() as conn:
         conn.execute(text("DELETE FROM ledger_verdicts"))
     assert check().exit_code == 1
-    assert _stored(app) is None
+    assert stored_verdict(app) is None
 
 
 def test_it_lists_more_problems_than_the_verdict(app, check):

@@ -13,7 +13,7 @@ from agent_broker.ledger import books
 from agent_broker.ledger.errors import InsufficientFunds
 from agent_broker.ledger.models import Hold, JournalEntry
 from agent_broker.ledger.service import charge, settle_lapsed_holds, take_hold, wallet
-from tests.helpers import fund
+from tests.support.accounts import fund
 
 WORKERS = 16
 

@@ -10,9 +10,8 @@ from sqlalchemy.orm import Session, sessionmaker
 from agent_broker import clock
 from agent_broker.ledger import books, events
 from agent_broker.ledger.service import charge
-from tests.helpers import fund
-
-FEE = 100_000
+from tests.support.accounts import fund
+from tests.support.market import FEE
 
 
 def _fee(session: Session, account: str, *, sink: str = books.FEES) -> None:

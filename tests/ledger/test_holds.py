@@ -18,7 +18,7 @@ from agent_broker.ledger.service import (
     take_hold,
     wallet,
 )
-from tests.helpers import fund
+from tests.support.accounts import fund
 
 DAY = timedelta(days=1)
 

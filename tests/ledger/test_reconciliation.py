@@ -16,10 +16,10 @@ from agent_broker.ledger.audit import audit
 from agent_broker.ledger.models import Hold
 from agent_broker.ledger.reconciliation import CLOCK_TOLERANCE
 from agent_broker.ledger.service import take_hold
-from tests.helpers import fund, new_key
-from tests.ledger.sealing import journal, run_sealer, seal_now
-from tests.listings.conftest import post
-from tests.threads.conftest import DEAL_FEE, close, open_thread, trader
+from tests.support.accounts import fund
+from tests.support.http import new_key
+from tests.support.ledger import journal, run_sealer, seal_now
+from tests.support.market import DEAL_FEE, close, open_thread, post, trader
 
 PATH = "/v1/ledger/verify"
 

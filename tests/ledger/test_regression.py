@@ -3,26 +3,20 @@ mark, and a later run that no longer finds it reports `chain_regressed`."""
 
 from __future__ import annotations
 
-import json
-
-from sqlalchemy import text
-
 from agent_broker.ledger import sealer
-from tests.ledger.sealing import checkpoints, journal, run_sealer, seal_now, seals, tamper
+from tests.support.ledger import (
+    checkpoints,
+    journal,
+    run_sealer,
+    seal_now,
+    seals,
+    store_verdict,
+    tamper,
+    verdict,
+)
 
 PATH = "/v1/ledger/verify"
 FORGET_CHAIN = ("DELETE FROM ledger_checkpoints", "DELETE FROM ledger_seals")
-
-
-def _stored(app) -> dict:
-    with app.state.db.reader() as session:
-        return json.loads(session.scalar(text("SELECT document FROM ledger_verdicts")))
-
-
-def _store(app, document: object) -> None:
-    raw = document if isinstance(document, str) else json.dumps(document)
-    with app.state.db.engine.begin() as conn:
-        conn.execute(text("UPDATE ledger_verdicts SET document = :d WHERE id = 1"), {"d": raw})
 
 
 def _problems(client) -> list[tuple[int | None, str]]:
@@ -36,7 +30,7 @@ def test_the_mark_follows_the_latest_checkpoint_and_is_never_served(client, app)
     seal_now(app)
     journal(app, 1)
     seal_now(app)
-    mark = _stored(app)["mark"]
+    mark = verdict(app)["mark"]
     assert (mark["sequence"], mark["hash"]) == checkpoints(app)[-1]
     assert mark["sealed_at"].endswith("Z")
     body = client.get(PATH).json()
@@ -107,21 +101,21 @@ def test_a_head_that_went_back_is_reported(client, app):
 def test_a_verdict_stored_before_marks_were_kept_lends_its_head_as_the_mark(client, app):
     journal(app, 2)
     seal_now(app)
-    legacy = _stored(app)
+    legacy = verdict(app)
     del legacy["mark"]
-    _store(app, legacy)
+    store_verdict(app, legacy)
     assert run_sealer(app).status == "ok"  # the chain still has the head it recorded
-    _store(app, legacy)
+    store_verdict(app, legacy)
     tamper(app, "UPDATE ledger_entries SET memo = 'x' WHERE sequence = 2", *FORGET_CHAIN)
     seal_now(app)
     assert _problems(client) == [(2, "chain_regressed")]
-    assert _stored(app)["mark"]["sealed_at"] is None  # the legacy mark is kept
+    assert verdict(app)["mark"]["sealed_at"] is None  # the legacy mark is kept
 
 
 def test_an_unreadable_previous_verdict_is_reported_once(client, app):
     journal(app, 2)
     seal_now(app)
-    _store(app, "not a verdict")
+    store_verdict(app, "not a verdict")
     run = run_sealer(app)
     assert (run.status, run.problem_count) == ("broken", 1)
     assert _problems(client) == [(None, "verdict_unreadable")]
@@ -132,7 +126,7 @@ def test_an_unreadable_previous_verdict_is_reported_once(client, app):
 def test_an_unreadable_mark_time_makes_the_verdict_unreadable(client, app):
     journal(app, 1)
     seal_now(app)
-    stored = _stored(app)
-    _store(app, {**stored, "mark": {**stored["mark"], "sealed_at": "yesterday"}})
+    stored = verdict(app)
+    store_verdict(app, {**stored, "mark": {**stored["mark"], "sealed_at": "yesterday"}})
     run_sealer(app)
     assert _problems(client) == [(None, "verdict_unreadable")]

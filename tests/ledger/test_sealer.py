@@ -19,7 +19,7 @@ from agent_broker.ledger import books, sealer, verdict, verification
 from agent_broker.ledger.chain import GENESIS_HASH, SealedEntry, SealedPosting, link_hash
 from agent_broker.ledger.journal import post_entry
 from agent_broker.ledger.models import JournalEntry, Posting
-from tests.ledger.sealing import (
+from tests.support.ledger import (
     PAST_MARGIN,
     checkpoints,
     journal,
@@ -447,6 +447,12 @@ def test_tampering_is_not_served_until_the_sealer_runs_again(app):
 # --- PostgreSQL: sequence values of transactions still in flight -------------------------
 
 
+# The sealer waits for every transaction in flight on the whole server before it passes a
+# gap, other tests' too (another pytest-xdist worker's, another run's): where a test expects
+# a gap passed, it waits longer than any of theirs lasts.
+SETTLE_PATIENTLY_S = 60.0
+
+
 def _in_flight_entry(app):  # type: ignore[no-untyped-def]
     session = app.state.db.writer()
     post_entry(
@@ -478,9 +484,10 @@ def test_the_chain_never_passes_a_value_held_by_a_transaction_in_flight(app, mon
     assert _problems(app) == []
 
 
-def test_a_row_committing_while_the_sealer_waits_is_sealed_in_its_place(app):
+def test_a_row_committing_while_the_sealer_waits_is_sealed_in_its_place(app, monkeypatch):
     if app.state.settings.is_sqlite:
         pytest.skip("SQLite serialises writers: a row in flight is above every committed one")
+    monkeypatch.setattr(sealer, "SETTLE_TIMEOUT_S", SETTLE_PATIENTLY_S)
     journal(app, 1)
     slow = _in_flight_entry(app)  # sequence 2
     journal(app, 1)  # sequence 3
@@ -497,9 +504,10 @@ def test_a_row_committing_while_the_sealer_waits_is_sealed_in_its_place(app):
     assert _problems(app) == []
 
 
-def test_a_gap_left_by_a_rollback_is_passed_once_final(app):
+def test_a_gap_left_by_a_rollback_is_passed_once_final(app, monkeypatch):
     if app.state.settings.is_sqlite:
         pytest.skip("SQLite never leaves a gap in the journal's sequence")
+    monkeypatch.setattr(sealer, "SETTLE_TIMEOUT_S", SETTLE_PATIENTLY_S)
     journal(app, 1)
     slow = _in_flight_entry(app)
     slow.rollback()

@@ -7,7 +7,7 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 
-from tests.ledger.sealing import APPEND_ONLY, checkpoints, entry_count, journal, seal_now, seals
+from tests.support.ledger import APPEND_ONLY, checkpoints, entry_count, journal, seal_now, seals
 
 
 @pytest.fixture

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 from datetime import datetime, timedelta
 
@@ -11,8 +10,16 @@ from sqlalchemy import text
 
 from agent_broker import clock
 from agent_broker.ledger.verdict import SCOPE
-from tests.helpers import fund, register
-from tests.ledger.sealing import PAST_MARGIN, journal, run_sealer, seal_now, tamper
+from tests.support.accounts import fund, register
+from tests.support.ledger import (
+    PAST_MARGIN,
+    journal,
+    run_sealer,
+    seal_now,
+    store_verdict,
+    tamper,
+    verdict,
+)
 
 PATH = "/v1/ledger/verify"
 RFC3339 = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z")
@@ -29,18 +36,6 @@ def _unavailable(response, status: int) -> dict:
 
 def _time(value: str) -> datetime:
     return datetime.fromisoformat(value)
-
-
-def _store(app, document: object) -> None:
-    raw = document if isinstance(document, str) else json.dumps(document)
-    with app.state.db.engine.begin() as conn:
-        conn.execute(text("UPDATE ledger_verdicts SET document = :d WHERE id = 1"), {"d": raw})
-
-
-def _sealed_verdict(app) -> dict:
-    with app.state.db.reader() as session:
-        raw = session.execute(text("SELECT document FROM ledger_verdicts")).scalar_one()
-    return json.loads(raw)
 
 
 def test_404_unavailable_before_the_first_verdict(client, app):
@@ -181,7 +176,7 @@ def test_stale_after_3_hours_or_more_than_5_minutes_in_the_future(client, app, m
 def test_an_unreadable_computed_at_is_served_as_stale(client, app):
     journal(app, 1)
     seal_now(app)
-    _store(app, {**_sealed_verdict(app), "computed_at": "yesterday"})
+    store_verdict(app, {**verdict(app), "computed_at": "yesterday"})
     response = client.get(PATH)
     assert response.status_code == 200
     body = response.json()
@@ -209,8 +204,8 @@ def test_an_unreadable_computed_at_is_served_as_stale(client, app):
 def test_503_unavailable_when_the_stored_verdict_is_unreadable(client, app, damage):
     journal(app, 3)
     seal_now(app)
-    good = _sealed_verdict(app)
-    _store(app, damage if isinstance(damage, str) else {**good, **damage})
+    good = verdict(app)
+    store_verdict(app, damage if isinstance(damage, str) else {**good, **damage})
     _unavailable(client.get(PATH), 503)
 
 
@@ -221,8 +216,8 @@ def test_a_broken_verdict_must_list_problems_consistently(client, app):
     run_sealer(app)
     body = client.get(PATH).json()
     assert (body["status"], body["problem_count"], len(body["problems"])) == ("broken", 25, 20)
-    stored = _sealed_verdict(app)
-    _store(app, {**stored, "problems": stored["problems"][:19]})
+    stored = verdict(app)
+    store_verdict(app, {**stored, "problems": stored["problems"][:19]})
     _unavailable(client.get(PATH), 503)
 
 

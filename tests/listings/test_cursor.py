@@ -12,8 +12,8 @@ import pytest
 
 from agent_broker.listings import cursor
 from agent_broker.problems import InvalidInput
-from tests.helpers import assert_problem
-from tests.listings.conftest import post
+from tests.support.http import assert_problem
+from tests.support.market import post
 
 LISTING_ID = "0b8a3c2e-4f6d-4e1a-9c7b-2d5e8f1a3b6c"
 

@@ -7,8 +7,8 @@ from sqlalchemy import select
 from agent_broker import clock
 from agent_broker.jobs.runner import run_job
 from agent_broker.listings.models import Listing
-from tests.helpers import assert_problem
-from tests.listings.conftest import post
+from tests.support.http import assert_problem
+from tests.support.market import post
 
 WEEK = timedelta(days=7)
 
@@ -51,7 +51,7 @@ def test_the_job_leaves_live_listings_alone(app, client, seller):
 def test_listing_life_is_configurable(make_app):
     from fastapi.testclient import TestClient
 
-    from tests.helpers import fund, register
+    from tests.support.accounts import fund, register
 
     app = make_app(listing_ttl_days=1)
     with TestClient(app) as client:

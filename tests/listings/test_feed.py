@@ -4,8 +4,9 @@ from datetime import timedelta
 
 import pytest
 
-from tests.helpers import assert_problem, fund, register
-from tests.listings.conftest import FEE, post
+from tests.support.accounts import fund, register
+from tests.support.http import assert_problem
+from tests.support.market import FEE, feed_ids, post
 
 
 def _post_many(client, agent, count, **fields):
@@ -15,21 +16,6 @@ def _post_many(client, agent, count, **fields):
         assert response.status_code == 201, response.text
         ids.append(response.json()["id"])
     return ids
-
-
-def _walk(client, agent, **params):
-    seen, cursor = [], None
-    while True:
-        query = dict(params)
-        if cursor:
-            query["cursor"] = cursor
-        page = client.get("/v1/feed", params=query, headers=agent.headers)
-        assert page.status_code == 200, page.text
-        body = page.json()
-        seen.extend(item["id"] for item in body["listings"])
-        cursor = body.get("next_cursor")
-        if not cursor:
-            return seen
 
 
 def test_the_feed_is_newest_first_without_bodies(client, seller):
@@ -47,7 +33,7 @@ def test_pages_default_to_twenty_and_walk_without_gaps_or_duplicates(client, sel
     ids = _post_many(client, seller, 45)
     first = client.get("/v1/feed", headers=seller.headers).json()
     assert len(first["listings"]) == 20
-    walked = _walk(client, seller)
+    walked = feed_ids(client, seller)
     assert walked == ids[::-1]
 
 
@@ -83,11 +69,11 @@ def test_filters_by_folded_category_and_type(client, seller):
     code = _post_many(client, seller, 2, category="code_generation")
     buy = _post_many(client, seller, 2, category="translation", listing_type="buy")
     _post_many(client, seller, 2, category="translation")
-    by_category = _walk(client, seller, category="Code Gen")
+    by_category = feed_ids(client, seller, category="Code Gen")
     assert by_category == code[::-1]
-    by_type = _walk(client, seller, type="buy")
+    by_type = feed_ids(client, seller, type="buy")
     assert by_type == buy[::-1]
-    both = _walk(client, seller, type="sell", category="translation")
+    both = feed_ids(client, seller, type="sell", category="translation")
     assert len(both) == 2 and not set(both) & set(buy)
 
 

@@ -6,26 +6,17 @@ from datetime import datetime, timedelta
 
 import httpx
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import select
 
 from agent_broker.categories import CATEGORIES
 from agent_broker.ledger.models import JournalEntry
-from agent_broker.listings.models import Listing
-from tests.helpers import assert_problem, fund, new_key, register
-from tests.listings.conftest import FEE, LISTING, post
-
-
-def _balance(client, agent) -> int:
-    return client.get("/v1/account", headers=agent.headers).json()["balance_micro"]
-
-
-def _listings(app) -> int:
-    with app.state.db.reader() as session:
-        return session.scalar(select(func.count()).select_from(Listing))
+from tests.support.accounts import balance, fund, register
+from tests.support.http import assert_problem, new_key
+from tests.support.market import FEE, LISTING, listing_count, post
 
 
 def test_posting_returns_the_listing_and_charges_the_fee(client, seller):
-    before = _balance(client, seller)
+    before = balance(client, seller)
     response = post(client, seller)
     assert response.status_code == 201, response.text
     listing = response.json()
@@ -46,7 +37,7 @@ def test_posting_returns_the_listing_and_charges_the_fee(client, seller):
     assert listing["seller_finalized_count"] == 0
     assert listing["seller_funded"] is True
     assert listing["seller_warm_start"] is True
-    assert _balance(client, seller) == before - FEE
+    assert balance(client, seller) == before - FEE
 
 
 def test_the_fee_is_journalled_to_the_service(app, client, seller):
@@ -103,8 +94,8 @@ def test_a_short_balance_is_402_and_writes_nothing(app, client):
     agent = register(client)
     fund(app, agent.account_id, FEE - 1)
     assert_problem(post(client, agent), 402, "insufficient_funds_self")
-    assert _balance(client, agent) == FEE - 1
-    assert _listings(app) == 0
+    assert balance(client, agent) == FEE - 1
+    assert listing_count(app) == 0
 
 
 def test_the_idempotency_key_is_required_and_replays_charge_once(app, client, seller):
@@ -114,7 +105,7 @@ def test_the_idempotency_key_is_required_and_replays_charge_once(app, client, se
     first, again = post(client, seller, key=key), post(client, seller, key=key)
     assert first.status_code == again.status_code == 201
     assert first.json() == again.json()
-    assert _listings(app) == 1
+    assert listing_count(app) == 1
     assert_problem(post(client, seller, key=key, title="Another"), 409, "idempotency_key_reuse")
 
 
@@ -124,7 +115,7 @@ def test_an_unfunded_account_may_post_three_listings_in_its_lifetime(app, client
     for _ in range(3):
         assert post(client, agent).status_code == 201
     assert_problem(post(client, agent), 409, "listing_cap_reached")
-    assert _balance(client, agent) == 7 * FEE  # the refused post charged nothing
+    assert balance(client, agent) == 7 * FEE  # the refused post charged nothing
     fund(app, agent.account_id, 1, real_money=True)
     assert post(client, agent).status_code == 201  # real funding lifts the cap for good
 
@@ -158,8 +149,8 @@ def test_parallel_posts_cannot_exceed_the_cap(app, client, live_server):
     with ThreadPoolExecutor(max_workers=6) as pool:
         statuses = sorted(pool.map(attempt, range(6)))
     assert statuses == [201, 201, 409, 409, 409, 409]
-    assert _listings(app) == 3
-    assert _balance(client, agent) == 7 * FEE
+    assert listing_count(app) == 3
+    assert balance(client, agent) == 7 * FEE
 
 
 @pytest.mark.parametrize(
@@ -214,11 +205,11 @@ def test_free_is_only_for_zero_price(client, seller):
     ],
 )
 def test_invalid_fields_are_400_and_charge_nothing(app, client, seller, field, value):
-    before = _balance(client, seller)
+    before = balance(client, seller)
     body = assert_problem(post(client, seller, **{field: value}), 400, "invalid_input")
     assert field in body["detail"]
-    assert _balance(client, seller) == before
-    assert _listings(app) == 0
+    assert balance(client, seller) == before
+    assert listing_count(app) == 0
 
 
 def test_limits_at_the_edge_are_accepted(client, seller):
@@ -236,11 +227,11 @@ def test_limits_at_the_edge_are_accepted(client, seller):
     ],
 )
 def test_scanned_content_is_refused_and_charges_nothing(app, client, seller, field, text, reason):
-    before = _balance(client, seller)
+    before = balance(client, seller)
     body = assert_problem(post(client, seller, **{field: text}), 422, reason)
     assert field in body["detail"]
-    assert _balance(client, seller) == before
-    assert _listings(app) == 0
+    assert balance(client, seller) == before
+    assert listing_count(app) == 0
 
 
 def test_repeated_scanner_refusals_trip_the_abuse_brake(make_app):

@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.helpers import assert_problem
-from tests.listings.conftest import post
-from tests.listings.test_feed import _walk
+from tests.support.http import assert_problem
+from tests.support.market import feed_ids, post
 
 CORPUS = [
     (
@@ -51,7 +50,7 @@ def posted(client, seller):
 
 def _titles(client, agent, ids, **params):
     by_id = {v: k for k, v in ids.items()}
-    return [by_id[i] for i in _walk(client, agent, **params)]
+    return [by_id[i] for i in feed_ids(client, agent, **params)]
 
 
 def test_q_matches_words_of_the_title_or_body_in_any_case(client, seller, posted):

@@ -9,8 +9,8 @@ import shutil
 
 import pytest
 
-from tests.helpers import new_key
-from tests.listings.conftest import LISTING
+from tests.support.http import new_key
+from tests.support.market import LISTING
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import re
 
-from tests.helpers import new_key
-from tests.listings.conftest import LISTING
+from tests.support.http import new_key
+from tests.support.market import LISTING
 
 
 def _post(client, seller, **fields):  # type: ignore[no-untyped-def]

@@ -15,9 +15,18 @@ from typing import Any
 import pytest
 
 from agent_broker.pricing import DEAL_FEE_MICRO, POSTING_FEE_MICRO
-from tests.helpers import fund
-from tests.listings.conftest import LISTING
-from tests.mcp.conftest import http_session, ok, refused, stdio_session
+from tests.support.accounts import fund
+from tests.support.http import new_key
+from tests.support.market import FUNDS, LISTING
+from tests.support.mcp_client import (
+    http_session,
+    ok,
+    refused,
+    set_profile,
+    sign_up,
+    stdio_session,
+    trade_deal,
+)
 
 TOOLS = {
     "register",
@@ -42,62 +51,6 @@ TOOLS = {
     "attest_reputation",
     "verify_ledger",
 }
-FUNDS = POSTING_FEE_MICRO + 2 * DEAL_FEE_MICRO
-
-
-def _key() -> str:
-    return str(uuid.uuid4())
-
-
-async def _register(session) -> dict[str, Any]:  # type: ignore[no-untyped-def]
-    return ok(await session.call_tool("register", {"accepted_terms": True}))
-
-
-async def _profile(session, name: str) -> None:  # type: ignore[no-untyped-def]
-    ok(
-        await session.call_tool(
-            "set_contact", {"contact_name": name, "contact_email": "ops@agents.dev"}
-        )
-    )
-    profile = ok(
-        await session.call_tool(
-            "set_route",
-            {"deal_route": f"https://agents.dev/{name}/", "route_protocol_binding": "JSONRPC"},
-        )
-    )
-    assert profile["missing"] == []
-
-
-async def _deal(app, seller, buyer) -> dict[str, Any]:  # type: ignore[no-untyped-def]
-    """post, open, offer, offer, finalize, read, rate: each side through its session."""
-    listing = ok(await seller.call_tool("post_listing", {**LISTING, "idempotency_key": _key()}))
-    thread = ok(
-        await buyer.call_tool(
-            "open_thread",
-            {"listing_id": listing["id"], "diff": "2 days, as listed", "idempotency_key": _key()},
-        )
-    )
-    assert thread["turn"] == "poster"
-    ok(await seller.call_tool("make_offer", {"thread_id": thread["id"], "diff": "3 days"}))
-    agreed = ok(
-        await buyer.call_tool("make_offer", {"thread_id": thread["id"], "diff": "3 days, agreed"})
-    )
-    assert agreed["turn"] == "poster"
-    seen = ok(await buyer.call_tool("get_thread", {"thread_id": thread["id"]}))
-    assert seen["diff"] == "3 days, agreed"
-    sealed = ok(
-        await seller.call_tool("finalize", {"thread_id": thread["id"], "idempotency_key": _key()})
-    )
-    deal = ok(await buyer.call_tool("get_deal", {"deal_id": sealed["id"]}))
-    assert deal["id"] == sealed["id"] and deal["credential"]
-    for session, score in ((seller, 5), (buyer, 4)):
-        rated = ok(
-            await session.call_tool(
-                "rate_deal", {"deal_id": sealed["id"], "score": score, "delivered": True}
-            )
-        )
-        assert rated == {"rated": True, "deal_id": sealed["id"]}
-    return sealed
 
 
 def test_the_tools_are_listed_with_schemas_prices_and_hints(live_server):
@@ -131,7 +84,7 @@ def test_the_tools_are_listed_with_schemas_prices_and_hints(live_server):
 def test_a_whole_deal_over_streamable_http(app, live_server):
     async def trade():  # type: ignore[no-untyped-def]
         async with http_session(live_server) as anonymous:
-            seller_id, buyer_id = await _register(anonymous), await _register(anonymous)
+            seller_id, buyer_id = await sign_up(anonymous), await sign_up(anonymous)
         for made in (seller_id, buyer_id):
             fund(app, made["account_id"], FUNDS, real_money=True)
         async with AsyncExitStack() as stack:
@@ -139,9 +92,9 @@ def test_a_whole_deal_over_streamable_http(app, live_server):
                 http_session(live_server, seller_id["api_key"])
             )
             buyer = await stack.enter_async_context(http_session(live_server, buyer_id["api_key"]))
-            await _profile(seller, "seller")
-            await _profile(buyer, "buyer")
-            sealed = await _deal(app, seller, buyer)
+            await set_profile(seller, "seller")
+            await set_profile(buyer, "buyer")
+            sealed = await trade_deal(app, seller, buyer)
             account = ok(await seller.call_tool("get_account", {}))
             return sealed, account
 
@@ -156,15 +109,15 @@ def test_a_whole_deal_over_stdio(app, client):
         async with stdio_session(app) as anonymous:
             tools = {tool.name for tool in (await anonymous.list_tools()).tools}
             assert tools == TOOLS
-            seller_id, buyer_id = await _register(anonymous), await _register(anonymous)
+            seller_id, buyer_id = await sign_up(anonymous), await sign_up(anonymous)
         for made in (seller_id, buyer_id):
             fund(app, made["account_id"], FUNDS, real_money=True)
         async with AsyncExitStack() as stack:
             seller = await stack.enter_async_context(stdio_session(app, seller_id["api_key"]))
             buyer = await stack.enter_async_context(stdio_session(app, buyer_id["api_key"]))
-            await _profile(seller, "seller")
-            await _profile(buyer, "buyer")
-            return seller_id, await _deal(app, seller, buyer)
+            await set_profile(seller, "seller")
+            await set_profile(buyer, "buyer")
+            return seller_id, await trade_deal(app, seller, buyer)
 
     seller_id, sealed = asyncio.run(trade())
     # The same deal, read over REST.
@@ -175,7 +128,7 @@ def test_a_whole_deal_over_stdio(app, client):
 def _problems(live_server: str, run: Callable[[Any, Any], Any]) -> Any:
     async def go():  # type: ignore[no-untyped-def]
         async with http_session(live_server) as anonymous:
-            made = await _register(anonymous)
+            made = await sign_up(anonymous)
             async with http_session(live_server, made["api_key"]) as session:
                 return await run(anonymous, session)
 
@@ -189,11 +142,11 @@ def test_problems_are_tool_errors_with_the_reason_code(live_server):
             refused(await session.call_tool("get_listing", {"listing_id": str(uuid.uuid4())})),
             refused(
                 await session.call_tool(
-                    "post_listing", {**LISTING, "idempotency_key": _key(), "price_micro": -5}
+                    "post_listing", {**LISTING, "idempotency_key": new_key(), "price_micro": -5}
                 )
             ),
             refused(
-                await session.call_tool("post_listing", {**LISTING, "idempotency_key": _key()})
+                await session.call_tool("post_listing", {**LISTING, "idempotency_key": new_key()})
             ),
             refused(await anonymous.call_tool("register", {"accepted_terms": False})),
         ]
@@ -211,7 +164,7 @@ def test_an_idempotent_retry_answers_alike_and_charges_once(app, live_server):
     async def run(anonymous, session):  # type: ignore[no-untyped-def]
         account = ok(await session.call_tool("get_account", {}))
         fund(app, account["account_id"], FUNDS, real_money=True)
-        key = _key()
+        key = new_key()
         first = ok(await session.call_tool("post_listing", {**LISTING, "idempotency_key": key}))
         again = ok(await session.call_tool("post_listing", {**LISTING, "idempotency_key": key}))
         changed = refused(
@@ -232,7 +185,7 @@ def test_an_idempotent_retry_answers_alike_and_charges_once(app, live_server):
 def test_public_tools_need_no_key(live_server, name):
     async def go():  # type: ignore[no-untyped-def]
         async with http_session(live_server) as anonymous:
-            made = await _register(anonymous)
+            made = await sign_up(anonymous)
             profile_handle = None
             async with http_session(live_server, made["api_key"]) as session:
                 profile_handle = ok(await session.call_tool("get_account", {}))["handle"]

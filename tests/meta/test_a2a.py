@@ -24,7 +24,7 @@ from a2a.types import (
 from a2a.utils.errors import TaskNotFoundError
 from fastapi.testclient import TestClient
 
-BASE = "https://broker.test"
+from tests.support.settings import PUBLIC_BASE_URL as BASE
 
 
 def _ask(text: str = "How do I start trading here?") -> SendMessageRequest:

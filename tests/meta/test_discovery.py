@@ -24,9 +24,8 @@ from joserfc import jws
 from joserfc.jwk import OKPKey
 
 from agent_broker import clock
-from tests.helpers import assert_problem
-
-BASE = "https://broker.test"
+from tests.support.http import assert_problem
+from tests.support.settings import PUBLIC_BASE_URL as BASE
 
 
 def _verify(card: dict, jwks: dict) -> dict:

@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 
 from agent_broker.http.request_id import accepted_request_id
 from agent_broker.logging import REDACTED, configure, json_formatter
-from tests.helpers import register
+from tests.support.accounts import register
 
 
 def _route_that_logs(app) -> None:

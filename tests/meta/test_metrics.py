@@ -16,10 +16,9 @@ from agent_broker.jobs.runner import run_job
 from agent_broker.ledger import books
 from agent_broker.ledger.service import charge
 from agent_broker.meta.metrics import Metrics
-from tests.helpers import assert_problem, complete_profile, fund, new_key, register
-from tests.listings.conftest import FEE, post
-
-DEAL_FEE = 1_000_000
+from tests.support.accounts import complete_profile, fund, register
+from tests.support.http import assert_problem, new_key
+from tests.support.market import DEAL_FEE, FEE, post
 
 
 def _samples(text: str) -> dict[tuple[str, frozenset], float]:

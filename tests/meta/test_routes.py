@@ -1,6 +1,6 @@
 import re
 
-from tests.helpers import assert_problem
+from tests.support.http import assert_problem
 
 
 def test_health_reports_a_twelve_hex_build(client):

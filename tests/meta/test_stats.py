@@ -5,10 +5,9 @@ from datetime import timedelta
 from agent_broker import clock
 from agent_broker.categories import CATEGORIES
 from agent_broker.meta.stats import MIN_DEALS
-from tests.helpers import Agent, complete_profile, fund, new_key, register
-from tests.listings.conftest import post
-
-DEAL_FEE = 1_000_000
+from tests.support.accounts import Agent
+from tests.support.http import new_key
+from tests.support.market import DEAL_FEE, post, trader
 
 
 def _stats(client) -> dict:
@@ -20,13 +19,6 @@ def _stats(client) -> dict:
 def _fresh(client) -> dict:
     clock.advance(timedelta(seconds=61))  # past the document's cache
     return _stats(client)
-
-
-def _trader(app, client) -> Agent:
-    agent = register(client)
-    complete_profile(client, agent)
-    fund(app, agent.account_id, 100 * DEAL_FEE, real_money=True)
-    return agent
 
 
 def _seal(client, poster: Agent, opener: Agent, open_for: timedelta) -> None:
@@ -64,7 +56,10 @@ def test_an_empty_marketplace(client):
 
 
 def test_deal_figures_are_withheld_below_the_minimum_then_published(app, client):
-    poster, opener = _trader(app, client), _trader(app, client)
+    poster, opener = (
+        trader(app, client, amount=100 * DEAL_FEE),
+        trader(app, client, amount=100 * DEAL_FEE),
+    )
     # Seal times of 1, 2, ..., 9 minutes.
     for minutes in range(1, MIN_DEALS):
         _seal(client, poster, opener, timedelta(minutes=minutes))
@@ -80,7 +75,10 @@ def test_deal_figures_are_withheld_below_the_minimum_then_published(app, client)
 
 
 def test_only_deals_of_the_last_30_days_count(app, client):
-    poster, opener = _trader(app, client), _trader(app, client)
+    poster, opener = (
+        trader(app, client, amount=100 * DEAL_FEE),
+        trader(app, client, amount=100 * DEAL_FEE),
+    )
     for _ in range(MIN_DEALS):
         _seal(client, poster, opener, timedelta(seconds=10))
     assert _fresh(client)["sealed_deals"] == MIN_DEALS
@@ -94,7 +92,7 @@ def test_only_deals_of_the_last_30_days_count(app, client):
 
 
 def test_live_listings_by_category_and_side(app, client):
-    seller = _trader(app, client)
+    seller = trader(app, client, amount=100 * DEAL_FEE)
     for category, side in (
         ("research", "sell"),
         ("research", "sell"),
@@ -109,7 +107,7 @@ def test_live_listings_by_category_and_side(app, client):
     assert live["by_category"]["translation"] == {"buy": 1, "sell": 0}
     assert live["by_category"]["data_processing"] == {"buy": 0, "sell": 0}
     # A matched listing is no longer live.
-    opener = _trader(app, client)
+    opener = trader(app, client, amount=100 * DEAL_FEE)
     _seal(client, seller, opener, timedelta(seconds=1))
     live = _fresh(client)["live_listings"]
     assert live["total"] == 4  # the sealed one was posted and matched in _seal
@@ -121,7 +119,10 @@ def test_live_listings_by_category_and_side(app, client):
 
 
 def test_nothing_in_the_document_identifies_an_account(app, client):
-    poster, opener = _trader(app, client), _trader(app, client)
+    poster, opener = (
+        trader(app, client, amount=100 * DEAL_FEE),
+        trader(app, client, amount=100 * DEAL_FEE),
+    )
     for _ in range(MIN_DEALS):
         _seal(client, poster, opener, timedelta(seconds=5))
     text = _fresh(client)

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime, time, timedelta
 
 import pytest
 from sqlalchemy import func, select
@@ -11,7 +11,23 @@ from agent_broker.jobs.runner import run_job
 from agent_broker.meta import health
 from agent_broker.meta.models import HealthSample
 from agent_broker.meta.status import day_state, uptime_percent
-from tests.meta.conftest import add_samples, noon_today
+
+
+def noon_today() -> datetime:
+    """Move the service clock to 12:00 UTC of the current day, so the day has room on
+    both sides whatever the hour the suite runs at."""
+    now = clock.now()
+    target = datetime.combine(now.date(), time(12), tzinfo=UTC)
+    clock.advance(target - now)
+    return target
+
+
+def add_samples(app, *samples: tuple[datetime, bool] | tuple[datetime, bool, str]) -> None:
+    with app.state.db.writer() as session:
+        for taken_at, ok, *detail in samples:
+            detail_text = detail[0] if detail else ("ok" if ok else "database: OperationalError")
+            session.add(HealthSample(taken_at=taken_at, ok=ok, detail=detail_text))
+        session.commit()
 
 
 def _status(client) -> dict:

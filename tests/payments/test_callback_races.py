@@ -23,12 +23,12 @@ from agent_broker.ledger import books
 from agent_broker.ledger.models import JournalEntry, Posting
 from agent_broker.payments import callbacks
 from agent_broker.payments.models import Invoice, ProcessorEvent
-from tests.helpers import Agent, register
-from tests.payments.conftest import WEBHOOK_SECRET
-from tests.payments.fakes import FakeProcessors, processor_a_callback, processor_b_callback
+from tests.support.accounts import read_account, register
+from tests.support.payments import WEBHOOK_SECRET, bought
+from tests.support.processors import FakeProcessors, processor_a_callback, processor_b_callback
+from tests.support.settings import PUBLIC_BASE_URL as BASE
 
 RACERS = 20
-BASE = "https://broker.test"
 HELD = 20.0  # the longest a racer waits for the others at the hold (never reached)
 
 
@@ -94,25 +94,9 @@ def race(base_url: str, requests: list[Callable[[httpx.Client], httpx.Response]]
         return list(pool.map(send, requests))
 
 
-def buy(http: httpx.Client, agent: Agent, processor: str, packs: int) -> dict[str, Any]:
-    response = http.post(
-        "/dashboard/credits",
-        json={"pack_count": packs, "processor": processor},
-        headers=agent.headers,
-    )
-    assert response.status_code == 201, response.text
-    return response.json()
-
-
 def invoice_id(app: FastAPI, processor_id: str) -> str:
     with app.state.db.reader() as session:
         return session.scalar(select(Invoice.id).where(Invoice.processor_id == processor_id))
-
-
-def account(http: httpx.Client, agent: Agent) -> dict[str, Any]:
-    response = http.get("/v1/account", headers=agent.headers)
-    assert response.status_code == 200, response.text
-    return response.json()
 
 
 def ledger(app: FastAPI, kind: str, account_id: str) -> list[tuple[str | None, bool, int]]:
@@ -139,7 +123,7 @@ def test_a_paid_callback_delivered_20_times_at_once_credits_once(
     app, live_server, http, processors: FakeProcessors, hold
 ):
     agent = register(http)
-    charge_id = buy(http, agent, "processor_a", 4)["processor_id"]
+    charge_id = bought(http, agent, processor="processor_a", pack_count=4)["processor_id"]
     invoice = invoice_id(app, charge_id)
     body, headers = processor_a_callback(WEBHOOK_SECRET, charge_id)
     held = hold(RACERS)
@@ -159,7 +143,7 @@ def test_a_paid_callback_delivered_20_times_at_once_credits_once(
     assert held.arrived == RACERS and not held.broken
     assert ledger(app, "processor_a_payment", agent.account_id) == [(invoice, True, 2_000_000)]
     assert event_count(app) == 1
-    state = account(http, agent)
+    state = read_account(http, agent)
     assert state["balance_micro"] == 2_000_000
     assert state["reputation"]["funded"] is True
 
@@ -168,7 +152,7 @@ def test_a_confirmed_payment_delivered_20_times_at_once_credits_once(
     app, live_server, http, processors: FakeProcessors, hold
 ):
     agent = register(http)
-    address = buy(http, agent, "processor_b", 3)["processor_id"]
+    address = bought(http, agent, processor="processor_b", pack_count=3)["processor_id"]
     invoice = invoice_id(app, address)
     callback = processors.addresses[address]["callback"].removeprefix(BASE)
     fields = processor_b_callback(address, "payment-1", "1.70")
@@ -180,7 +164,7 @@ def test_a_confirmed_payment_delivered_20_times_at_once_credits_once(
     assert held.arrived == RACERS and not held.broken
     assert ledger(app, "processor_b_payment", agent.account_id) == [(invoice, True, 1_500_000)]
     assert event_count(app) == 1
-    state = account(http, agent)
+    state = read_account(http, agent)
     assert state["balance_micro"] == 1_500_000
     assert state["reputation"]["funded"] is True
 
@@ -192,7 +176,7 @@ def test_distinct_payments_to_one_address_at_once_are_all_credited(
     at once, credit ten times into the one wallet and the one invoice."""
     payments = 10
     agent = register(http)
-    address = buy(http, agent, "processor_b", 1)["processor_id"]
+    address = bought(http, agent, processor="processor_b", pack_count=1)["processor_id"]
     invoice = invoice_id(app, address)
     callback = processors.addresses[address]["callback"].removeprefix(BASE)
     deliveries = [processor_b_callback(address, f"payment-{n}", "0.5") for n in range(payments)] * 2
@@ -210,7 +194,7 @@ def test_distinct_payments_to_one_address_at_once_are_all_credited(
         == [(invoice, True, 500_000)] * payments
     )
     assert event_count(app) == payments
-    assert account(http, agent)["balance_micro"] == payments * 500_000
+    assert read_account(http, agent)["balance_micro"] == payments * 500_000
 
 
 def test_paid_callbacks_of_several_invoices_at_once_are_all_credited(
@@ -219,7 +203,10 @@ def test_paid_callbacks_of_several_invoices_at_once_are_all_credited(
     """Five invoices of one account, each paid callback delivered four times, all at once:
     five credits, the wallet's balance their sum."""
     agent = register(http)
-    charges = [buy(http, agent, "processor_a", n)["processor_id"] for n in range(1, 6)]
+    charges = [
+        bought(http, agent, processor="processor_a", pack_count=n)["processor_id"]
+        for n in range(1, 6)
+    ]
     signed = [processor_a_callback(WEBHOOK_SECRET, charge) for charge in charges] * 4
     held = hold(len(signed))
 
@@ -241,4 +228,4 @@ def test_paid_callbacks_of_several_invoices_at_once_are_all_credited(
     assert sorted(reference for reference, _, _ in credited) == sorted(
         invoice_id(app, charge) for charge in charges
     )
-    assert account(http, agent)["balance_micro"] == 15 * 500_000
+    assert read_account(http, agent)["balance_micro"] == 15 * 500_000

@@ -12,21 +12,16 @@ import pytest
 from sqlalchemy import select
 
 from agent_broker.ledger.models import JournalEntry
-from tests.dashboard.conftest import (  # noqa: F401 - fixtures
-    bearer,
-    idp_key,
-    idp_settings,
-    jwks_path,
-    session_token,
-)
-from tests.helpers import assert_problem, complete_profile, register
-from tests.listings.conftest import LISTING
-from tests.payments.conftest import WEBHOOK_SECRET
-from tests.payments.fakes import processor_a_callback, processor_b_callback
+from tests.support.accounts import complete_profile, register
+from tests.support.http import assert_problem
+from tests.support.identity import bearer, idp_settings
+from tests.support.market import LISTING
+from tests.support.payments import WEBHOOK_SECRET
+from tests.support.processors import processor_a_callback, processor_b_callback
 
 
 @pytest.fixture
-def app(make_payments_app, jwks_path):  # noqa: F811
+def app(make_payments_app, jwks_path):
     return make_payments_app(**idp_settings(f"file://{jwks_path}"))
 
 
@@ -34,7 +29,7 @@ def test_an_operator_buys_credits_and_manages_keys_through_a_session(
     app,
     client,
     processors,
-    session_token,  # noqa: F811
+    session_token,
 ):
     agent = register(client)
     complete_profile(client, agent)

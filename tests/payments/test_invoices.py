@@ -19,11 +19,12 @@ from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 
 from agent_broker.payments.models import Invoice, ProcessorEvent
-from tests.helpers import Agent, assert_problem, register
-from tests.payments.conftest import FORWARD_TO, SOURCE, WEBHOOK_SECRET
-from tests.payments.fakes import processor_a_callback, processor_b_callback
+from tests.support.accounts import Agent, register
+from tests.support.http import assert_problem
+from tests.support.payments import FORWARD_TO, SOURCE, WEBHOOK_SECRET, buy
+from tests.support.processors import processor_a_callback, processor_b_callback
+from tests.support.settings import PUBLIC_BASE_URL as BASE
 
-BASE = "https://broker.test"  # public_base_url of the test settings
 PACK_MICRO = 500_000
 PACK_CREDITS = 1_000
 PRODUCTION = {
@@ -46,11 +47,6 @@ FORWARD = {
     "usdttrc20": "T" + "f" * 33,
     "usdcsol": "So1" + "f" * 40,
 }
-
-
-def buy(client: TestClient, agent: Agent | None, **body: Any):
-    headers = agent.headers if agent else {}
-    return client.post("/dashboard/credits", json=body, headers=headers)
 
 
 def invoices(app: FastAPI) -> list[Invoice]:

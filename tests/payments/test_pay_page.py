@@ -17,11 +17,12 @@ from fastapi.testclient import TestClient
 
 from agent_broker import clock
 from agent_broker.payments.models import Invoice
-from tests.helpers import Agent, assert_problem, register
-from tests.payments.conftest import SOURCE, WEBHOOK_SECRET
-from tests.payments.fakes import processor_a_callback, processor_b_callback
+from tests.support.accounts import register
+from tests.support.http import assert_problem
+from tests.support.payments import SOURCE, WEBHOOK_SECRET, bought
+from tests.support.processors import processor_a_callback, processor_b_callback
+from tests.support.settings import PUBLIC_BASE_URL as BASE
 
-BASE = "https://broker.test"
 CHAIN_NAMES = {
     "usdttrc20": "USDT on Tron (TRC-20)",
     "usdterc20": "USDT on Ethereum (ERC-20)",
@@ -31,12 +32,6 @@ CHAIN_NAMES = {
     "usdcpolygon": "USDC on Polygon",
     "usdcbase": "USDC on Base",
 }
-
-
-def buy(client: TestClient, agent: Agent, **body: Any) -> dict[str, Any]:
-    response = client.post("/dashboard/credits", json=body, headers=agent.headers)
-    assert response.status_code == 201, response.text
-    return response.json()
 
 
 def page_path(payment_url: str) -> str:
@@ -60,7 +55,7 @@ def visible_text(html: str) -> str:
 
 def test_the_pay_page_shows_amount_chain_address_and_qr(app, client, processors):
     agent = register(client)
-    invoice = buy(client, agent, pack_count=3, processor="processor_b", chain="usdcpolygon")
+    invoice = bought(client, agent, pack_count=3, processor="processor_b", chain="usdcpolygon")
     address = invoice["processor_id"]
     with TestClient(app) as payer:  # no credential: the payer is anyone with the link
         html = assert_html(payer.get(page_path(invoice["payment_url"])))
@@ -79,7 +74,7 @@ def test_the_pay_page_shows_amount_chain_address_and_qr(app, client, processors)
 @pytest.mark.parametrize(("chain", "packs"), [("usdttrc20", 20), ("usdterc20", 4), ("usdc", 4)])
 def test_the_page_names_the_chain_and_the_raised_amount(app, client, processors, chain, packs):
     agent = register(client)
-    invoice = buy(client, agent, pack_count=1, processor="processor_b", chain=chain)
+    invoice = bought(client, agent, pack_count=1, processor="processor_b", chain=chain)
     html = assert_html(client.get(page_path(invoice["payment_url"])))
     assert CHAIN_NAMES[chain] in html
     assert f"{packs * 0.5:.2f} USD" in html
@@ -89,15 +84,15 @@ def test_the_page_names_the_chain_and_the_raised_amount(app, client, processors,
 @pytest.mark.parametrize("chain", sorted(CHAIN_NAMES))
 def test_every_chain_has_its_name(app, client, processors, chain):
     agent = register(client)
-    invoice = buy(client, agent, pack_count=20, processor="processor_b", chain=chain)
+    invoice = bought(client, agent, pack_count=20, processor="processor_b", chain=chain)
     html = assert_html(client.get(page_path(invoice["payment_url"])))
     assert f"<strong>{CHAIN_NAMES[chain]}</strong>" in html
 
 
 def test_each_address_has_its_own_qr_code(app, client, processors):
     agent = register(client)
-    first = buy(client, agent, pack_count=1, processor="processor_b")
-    second = buy(client, agent, pack_count=1, processor="processor_b")
+    first = bought(client, agent, pack_count=1, processor="processor_b")
+    second = bought(client, agent, pack_count=1, processor="processor_b")
     svgs = [
         re.search(r"<svg\b.*?</svg>", client.get(page_path(i["payment_url"])).text, re.S)
         for i in (first, second)
@@ -108,7 +103,7 @@ def test_each_address_has_its_own_qr_code(app, client, processors):
 
 def test_the_page_says_when_the_invoice_was_paid(app, client, processors):
     agent = register(client)
-    invoice = buy(client, agent, pack_count=1, processor="processor_b")
+    invoice = bought(client, agent, pack_count=1, processor="processor_b")
     address = invoice["processor_id"]
     callback = processors.addresses[address]["callback"].removeprefix(BASE)
     response = client.post(callback, data=processor_b_callback(address, "pay-1", "0.5"))
@@ -122,7 +117,7 @@ def test_a_stub_invoice_page_says_it_cannot_be_paid(make_payments_app, processor
     app = make_payments_app(env="staging")
     with TestClient(app, client=SOURCE) as client:
         agent = register(client)
-        invoice = buy(client, agent, pack_count=2)
+        invoice = bought(client, agent, pack_count=2)
         assert invoice["processor_id"].startswith("stub_")
         html = assert_html(client.get(page_path(invoice["payment_url"])))
     assert "cannot be paid" in html
@@ -139,7 +134,7 @@ def test_an_unknown_address_is_404(app, client, processors):
 
 def test_a_processor_a_charge_has_no_pay_page(app, client, processors):
     agent = register(client)
-    invoice = buy(client, agent, pack_count=1, processor="processor_a")
+    invoice = bought(client, agent, pack_count=1, processor="processor_a")
     charge_id = invoice["processor_id"]
     assert not invoice["payment_url"].startswith(f"{BASE}/dashboard/pay/")
     assert_problem(client.get(f"/dashboard/pay/{charge_id}"), 404, "not_found")

@@ -22,42 +22,31 @@ from sqlalchemy import func, select
 from agent_broker.ledger import books
 from agent_broker.ledger.models import JournalEntry
 from agent_broker.logging import json_formatter
-from agent_broker.payments.models import Invoice, ProcessorEvent
-from tests.helpers import Agent, assert_problem, fund, new_key, register
-from tests.payments.conftest import (
+from agent_broker.payments.models import Invoice
+from tests.support.accounts import Agent, balance, fund, funded, register
+from tests.support.http import assert_problem, new_key
+from tests.support.market import FEE, LISTING
+from tests.support.payments import (
     SOURCE,
     WEBHOOK_SECRET,
-    balance,
-    funded,
+    assert_nothing_credited,
+    bought,
+    callback_refusals,
     journal_payments,
+    processor_events,
 )
-from tests.payments.fakes import processor_a_callback
+from tests.support.processors import processor_a_callback
 
 API_KEY = "processor-a-api-key"  # the fixture settings' processor_a_api_key
 PACK_MICRO = 500_000
-LISTING_FEE = 100_000
-LISTING = {
-    "title": "Clean and deduplicate CSV exports",
-    "category": "data_processing",
-    "listing_type": "sell",
-    "price_micro": 2_500_000,
-    "body": "I normalise columns, fix encodings and drop duplicate rows. Up to 1 GB per job.",
-    "delivery_deadline_days": 3,
-}
 
 
 # --- helpers ---------------------------------------------------------------------------
 
 
-def buy(client: TestClient, agent: Agent, packs: int = 1) -> tuple[str, str]:
+def charge(client: TestClient, agent: Agent, packs: int = 1) -> tuple[str, str]:
     """A processor_a invoice of `packs`: (charge id, invoice id)."""
-    response = client.post(
-        "/dashboard/credits",
-        json={"pack_count": packs, "processor": "processor_a"},
-        headers=agent.headers,
-    )
-    assert response.status_code == 201, response.text
-    charge_id = response.json()["processor_id"]
+    charge_id = bought(client, agent, pack_count=packs, processor="processor_a")["processor_id"]
     return charge_id, invoice_of(client.app, charge_id).id
 
 
@@ -90,35 +79,10 @@ def journal_size(app: FastAPI) -> int:
         return int(session.scalar(select(func.count()).select_from(JournalEntry)))
 
 
-def events(app: FastAPI) -> list[tuple[str, str, int]]:
-    with app.state.db.reader() as session:
-        return [
-            (e.processor, e.event_key, e.credited_micro)
-            for e in session.scalars(select(ProcessorEvent))
-        ]
-
-
-def refusals(caplog: pytest.LogCaptureFixture) -> list[dict[str, Any]]:
-    return [
-        record.msg
-        for record in caplog.records
-        if record.name == "agent_broker.payments"
-        and isinstance(record.msg, dict)
-        and record.msg.get("event") == "processor_callback_refused"
-    ]
-
-
 def rendered_logs(caplog: pytest.LogCaptureFixture) -> str:
     """Every captured record as the service writes it (one JSON line each)."""
     formatter = json_formatter()
     return "\n".join(formatter.format(record) for record in caplog.records)
-
-
-def assert_nothing_credited(app: FastAPI, client: TestClient, agent: Agent) -> None:
-    assert balance(client, agent) == 0
-    assert funded(client, agent) is False
-    assert payments(app) == []
-    assert events(app) == []
 
 
 # --- a paid charge ---------------------------------------------------------------------
@@ -126,7 +90,7 @@ def assert_nothing_credited(app: FastAPI, client: TestClient, agent: Agent) -> N
 
 def test_a_paid_charge_credits_the_invoice_as_real_money(app, client, processors):
     agent, bystander = register(client), register(client)
-    charge_id, invoice_id = buy(client, agent, packs=3)
+    charge_id, invoice_id = charge(client, agent, packs=3)
     assert balance(client, agent) == 0 and funded(client, agent) is False
 
     response = paid(client, charge_id)
@@ -145,13 +109,13 @@ def test_a_paid_charge_credits_the_invoice_as_real_money(app, client, processors
     assert invoice_id in entry["memo"] and "3000 credits" in entry["memo"]
     invoice = invoice_of(app, charge_id)
     assert invoice.status == "paid" and invoice.paid_at is not None
-    assert events(app) == [("processor_a", f"{charge_id}:paid", 1_500_000)]
+    assert processor_events(app) == [("processor_a", f"{charge_id}:paid", 1_500_000)]
 
 
 @pytest.mark.parametrize("packs", [1, 10])
 def test_the_credit_is_the_whole_invoice_amount(app, client, processors, packs):
     agent = register(client)
-    charge_id, _ = buy(client, agent, packs=packs)
+    charge_id, _ = charge(client, agent, packs=packs)
     # processor_a's own price fields do not change what the invoice buys.
     response = paid(client, charge_id, price="1", fee="99999")
     assert response.json()["credited_micro"] == packs * PACK_MICRO
@@ -160,14 +124,14 @@ def test_the_credit_is_the_whole_invoice_amount(app, client, processors, packs):
 
 def test_the_callback_may_name_its_own_invoice_as_order_id(app, client, processors):
     agent = register(client)
-    charge_id, invoice_id = buy(client, agent)
+    charge_id, invoice_id = charge(client, agent)
     assert paid(client, charge_id, order_id=invoice_id).status_code == 200
     assert balance(client, agent) == PACK_MICRO
 
 
 def test_a_json_callback_is_accepted(app, client, processors):
     agent = register(client)
-    charge_id, invoice_id = buy(client, agent, packs=2)
+    charge_id, invoice_id = charge(client, agent, packs=2)
     body = json.dumps({"id": charge_id, "status": "paid", "order_id": invoice_id}).encode()
     response = deliver(client, body, signed(body, **{"Content-Type": "application/json"}))
     assert response.status_code == 200, response.text
@@ -178,7 +142,7 @@ def test_a_json_callback_is_accepted(app, client, processors):
 
 def test_a_json_callback_without_its_content_type_is_read_as_json(app, client, processors):
     agent = register(client)
-    charge_id, _ = buy(client, agent)
+    charge_id, _ = charge(client, agent)
     body = json.dumps({"id": charge_id, "status": "paid"}).encode()
     response = deliver(client, body, signed(body, **{"Content-Type": "text/plain"}))
     assert response.status_code == 200, response.text
@@ -187,7 +151,7 @@ def test_a_json_callback_without_its_content_type_is_read_as_json(app, client, p
 
 def test_payment_lifts_the_listing_cap(app, client, processors):
     agent = register(client)
-    fund(app, agent.account_id, 3 * LISTING_FEE)  # credit, but not real money
+    fund(app, agent.account_id, 3 * FEE)  # credit, but not real money
     for _ in range(3):
         response = client.post(
             "/v1/listings", json=LISTING, headers={**agent.headers, "Idempotency-Key": new_key()}
@@ -197,18 +161,18 @@ def test_payment_lifts_the_listing_cap(app, client, processors):
     assert_problem(
         client.post("/v1/listings", json=LISTING, headers=fourth), 409, "listing_cap_reached"
     )
-    charge_id, _ = buy(client, agent)
+    charge_id, _ = charge(client, agent)
     assert paid(client, charge_id).status_code == 200
     assert funded(client, agent) is True
     response = client.post("/v1/listings", json=LISTING, headers=fourth)
     assert response.status_code == 201, response.text
-    assert balance(client, agent) == PACK_MICRO - LISTING_FEE
+    assert balance(client, agent) == PACK_MICRO - FEE
 
 
 def test_two_invoices_are_two_payments(app, client, processors):
     agent = register(client)
-    first, first_invoice = buy(client, agent, packs=1)
-    second, second_invoice = buy(client, agent, packs=2)
+    first, first_invoice = charge(client, agent, packs=1)
+    second, second_invoice = charge(client, agent, packs=2)
     assert paid(client, second).json()["credited_micro"] == 1_000_000
     assert paid(client, first).json()["credited_micro"] == PACK_MICRO
     assert balance(client, agent) == 1_500_000
@@ -222,7 +186,7 @@ def test_a_redelivered_paid_callback_is_409_and_credits_nothing_more(
     app, client, processors, caplog
 ):
     agent = register(client)
-    charge_id, invoice_id = buy(client, agent, packs=2)
+    charge_id, invoice_id = charge(client, agent, packs=2)
     body, headers = processor_a_callback(WEBHOOK_SECRET, charge_id)
     assert deliver(client, body, headers).status_code == 200
     entries = journal_size(app)
@@ -240,13 +204,13 @@ def test_a_redelivered_paid_callback_is_409_and_credits_nothing_more(
     assert balance(client, agent) == 1_000_000
     assert journal_size(app) == entries
     assert len(payments(app)) == 1
-    assert len(events(app)) == 1
-    assert [r["invoice"] for r in refusals(caplog)] == [invoice_id] * 4
+    assert len(processor_events(app)) == 1
+    assert [r["invoice"] for r in callback_refusals(caplog)] == [invoice_id] * 4
 
 
 def test_a_later_status_after_payment_changes_nothing(app, client, processors):
     agent = register(client)
-    charge_id, _ = buy(client, agent)
+    charge_id, _ = charge(client, agent)
     assert paid(client, charge_id).status_code == 200
     response = paid(client, charge_id, status="expired")
     assert response.status_code == 200
@@ -263,11 +227,11 @@ def test_a_later_status_after_payment_changes_nothing(app, client, processors):
 )
 def test_a_status_other_than_paid_credits_nothing(app, client, processors, status):
     agent = register(client)
-    charge_id, _ = buy(client, agent)
+    charge_id, _ = charge(client, agent)
     response = paid(client, charge_id, status=status)
     assert response.status_code == 200, response.text
     assert response.json() == {"received": True, "credited_micro": 0}
-    assert_nothing_credited(app, client, agent)
+    assert_nothing_credited(app, client, agent, "processor_a")
     assert invoice_of(app, charge_id).status == "open"
     # It is not the payment: the paid callback that follows still credits.
     assert paid(client, charge_id).json()["credited_micro"] == PACK_MICRO
@@ -279,14 +243,14 @@ def test_a_status_other_than_paid_credits_nothing(app, client, processors, statu
 
 def test_a_missing_signature_is_401_and_credits_nothing(app, client, processors):
     agent = register(client)
-    charge_id, _ = buy(client, agent)
+    charge_id, _ = charge(client, agent)
     body, headers = processor_a_callback(WEBHOOK_SECRET, charge_id)
     del headers["X-Webhook-Signature"]
     assert_problem(deliver(client, body, headers), 401, "unauthorized")
     assert_problem(
         deliver(client, body, {**headers, "X-Webhook-Signature": ""}), 401, "unauthorized"
     )
-    assert_nothing_credited(app, client, agent)
+    assert_nothing_credited(app, client, agent, "processor_a")
 
 
 def _bad_signatures(body: bytes) -> dict[str, str]:
@@ -320,12 +284,12 @@ def _bad_signatures(body: bytes) -> dict[str, str]:
 )
 def test_a_bad_signature_is_401_and_credits_nothing(app, client, processors, kind):
     agent = register(client)
-    charge_id, _ = buy(client, agent)
+    charge_id, _ = charge(client, agent)
     body, headers = processor_a_callback(WEBHOOK_SECRET, charge_id)
     headers["X-Webhook-Signature"] = _bad_signatures(body)[kind]
     problem = assert_problem(deliver(client, body, headers), 401, "unauthorized")
     assert "signature" in problem["detail"]
-    assert_nothing_credited(app, client, agent)
+    assert_nothing_credited(app, client, agent, "processor_a")
     assert invoice_of(app, charge_id).status == "open"
 
 
@@ -333,7 +297,7 @@ def test_a_signature_covers_the_raw_body(app, client, processors):
     """A signature of one body does not carry another: the one of an `unpaid` callback on
     a `paid` body, or a body re-encoded after signing."""
     agent = register(client)
-    charge_id, _ = buy(client, agent)
+    charge_id, _ = charge(client, agent)
     _, unpaid_headers = processor_a_callback(WEBHOOK_SECRET, charge_id, status="unpaid")
     paid_body, _ = processor_a_callback(WEBHOOK_SECRET, charge_id)
     assert_problem(deliver(client, paid_body, unpaid_headers), 401, "unauthorized")
@@ -351,7 +315,7 @@ def test_a_signature_covers_the_raw_body(app, client, processors):
         401,
         "unauthorized",
     )
-    assert_nothing_credited(app, client, agent)
+    assert_nothing_credited(app, client, agent, "processor_a")
 
 
 def test_the_signature_is_compared_in_constant_time(app, client, processors, monkeypatch):
@@ -366,7 +330,7 @@ def test_the_signature_is_compared_in_constant_time(app, client, processors, mon
 
     monkeypatch.setattr(callbacks.hmac, "compare_digest", spy)
     agent = register(client)
-    charge_id, _ = buy(client, agent)
+    charge_id, _ = charge(client, agent)
     body, headers = processor_a_callback(WEBHOOK_SECRET, charge_id)
     bad = {**headers, "X-Webhook-Signature": "0" * 64}
     assert deliver(client, body, bad).status_code == 401
@@ -393,7 +357,7 @@ def test_a_callback_signed_for_another_deployment_is_refused(make_payments_app, 
     app = make_payments_app(processor_a_webhook_secret="whsec-other-deployment-000000")
     with TestClient(app, client=SOURCE, raise_server_exceptions=False) as client:
         agent = register(client)
-        charge_id, _ = buy(client, agent)
+        charge_id, _ = charge(client, agent)
         assert_problem(paid(client, charge_id), 401, "unauthorized")
         assert balance(client, agent) == 0
 
@@ -403,10 +367,10 @@ def test_a_callback_signed_for_another_deployment_is_refused(make_payments_app, 
 
 def test_an_unknown_charge_is_404(app, client, processors):
     agent = register(client)
-    buy(client, agent)
+    charge(client, agent)
     problem = assert_problem(paid(client, "ch_unknown0000"), 404, "not_found")
     assert "charge" in problem["detail"]
-    assert_nothing_credited(app, client, agent)
+    assert_nothing_credited(app, client, agent, "processor_a")
 
 
 def test_a_processor_b_address_is_not_a_charge(app, client, processors):
@@ -418,13 +382,13 @@ def test_a_processor_b_address_is_not_a_charge(app, client, processors):
     )
     address = response.json()["processor_id"]
     assert_problem(paid(client, address), 404, "not_found")
-    assert_nothing_credited(app, client, agent)
+    assert_nothing_credited(app, client, agent, "processor_a")
 
 
 def test_an_order_id_naming_another_invoice_is_409(app, client, processors):
     agent, other = register(client), register(client)
-    charge_id, _ = buy(client, agent, packs=1)
-    _, other_invoice = buy(client, other, packs=10)
+    charge_id, _ = charge(client, agent, packs=1)
+    _, other_invoice = charge(client, other, packs=10)
     problem = assert_problem(
         paid(client, charge_id, order_id=other_invoice), 409, "invoice_conflict"
     )
@@ -434,7 +398,7 @@ def test_an_order_id_naming_another_invoice_is_409(app, client, processors):
         409,
         "invoice_conflict",
     )
-    assert_nothing_credited(app, client, agent)
+    assert_nothing_credited(app, client, agent, "processor_a")
     assert balance(client, other) == 0
     # The charge's own callback still credits its own invoice.
     assert paid(client, charge_id).json()["credited_micro"] == PACK_MICRO
@@ -452,7 +416,7 @@ def test_an_order_id_naming_another_invoice_is_409(app, client, processors):
 )
 def test_a_callback_without_id_or_status_is_400(app, client, processors, fields):
     agent = register(client)
-    charge_id, _ = buy(client, agent)
+    charge_id, _ = charge(client, agent)
     body = urlencode({k: v.format(charge=charge_id) for k, v in fields.items()}).encode()
     problem = assert_problem(
         deliver(
@@ -462,7 +426,7 @@ def test_a_callback_without_id_or_status_is_400(app, client, processors, fields)
         "invalid_input",
     )
     assert "charge id or status" in problem["detail"]
-    assert_nothing_credited(app, client, agent)
+    assert_nothing_credited(app, client, agent, "processor_a")
 
 
 @pytest.mark.parametrize(
@@ -476,25 +440,25 @@ def test_a_callback_without_id_or_status_is_400(app, client, processors, fields)
 )
 def test_a_body_that_is_neither_form_nor_object_is_400(app, client, processors, body, content_type):
     agent = register(client)
-    buy(client, agent)
+    charge(client, agent)
     assert_problem(
         deliver(client, body, signed(body, **{"Content-Type": content_type})),
         400,
         "invalid_input",
     )
-    assert_nothing_credited(app, client, agent)
+    assert_nothing_credited(app, client, agent, "processor_a")
 
 
 def test_a_json_null_status_is_missing(app, client, processors):
     agent = register(client)
-    charge_id, _ = buy(client, agent)
+    charge_id, _ = charge(client, agent)
     body = json.dumps({"id": charge_id, "status": None}).encode()
     assert_problem(
         deliver(client, body, signed(body, **{"Content-Type": "application/json"})),
         400,
         "invalid_input",
     )
-    assert_nothing_credited(app, client, agent)
+    assert_nothing_credited(app, client, agent, "processor_a")
 
 
 # --- what refusals log -----------------------------------------------------------------
@@ -505,8 +469,8 @@ def test_every_refusal_logs_one_line_without_body_signature_or_secret(
 ):
     caplog.set_level(logging.INFO)
     agent, other = register(client), register(client)
-    charge_id, invoice_id = buy(client, agent)
-    _, other_invoice = buy(client, other)
+    charge_id, invoice_id = charge(client, agent)
+    _, other_invoice = charge(client, other)
     marker = "marker-in-the-body-7f3a9c"
     body, headers = processor_a_callback(WEBHOOK_SECRET, charge_id, description=marker)
     signature = headers["X-Webhook-Signature"]
@@ -538,7 +502,7 @@ def test_every_refusal_logs_one_line_without_body_signature_or_secret(
     ]
     assert [response.status_code for response, _ in cases] == [status for _, status in cases]
 
-    logged = refusals(caplog)
+    logged = callback_refusals(caplog)
     assert len(logged) == 6  # one per refusal, none for the payment
     assert all(line["processor"] == "processor_a" and line["why"] for line in logged)
     assert all(line["level"] == "warning" for line in logged)
@@ -563,4 +527,4 @@ def test_a_body_refusal_is_logged_too(app, client, processors, caplog):
     caplog.clear()
     response = deliver(client, body, signed(body, **{"Content-Type": "application/json"}))
     assert_problem(response, 400, "invalid_input")
-    assert len(refusals(caplog)) == 1
+    assert len(callback_refusals(caplog)) == 1

@@ -18,18 +18,21 @@ from sqlalchemy import select
 
 from agent_broker.ledger import books
 from agent_broker.logging import json_formatter
-from agent_broker.payments.models import Invoice, ProcessorEvent
-from tests.helpers import Agent, assert_problem, register
-from tests.payments.conftest import (
+from agent_broker.payments.models import Invoice
+from tests.support.accounts import Agent, balance, funded, register
+from tests.support.http import assert_problem
+from tests.support.payments import (
     SOURCE,
     WEBHOOK_SECRET,
-    balance,
-    funded,
+    assert_nothing_credited,
+    bought,
+    callback_refusals,
     journal_payments,
+    processor_events,
 )
-from tests.payments.fakes import FakeProcessors, processor_b_callback
+from tests.support.processors import FakeProcessors, processor_b_callback
+from tests.support.settings import PUBLIC_BASE_URL as BASE
 
-BASE = "https://broker.test"  # public_base_url of the test settings
 PACK_MICRO = 500_000
 OUTSIDER = ("203.0.113.9", 40000)  # not one of processor_b's addresses
 PUBLISHED = "198.51.100.7"  # processor_b's address when the broker sits behind a proxy
@@ -72,7 +75,7 @@ class Deposit:
         return fields
 
 
-def buy(
+def new_deposit(
     client: TestClient,
     processors: FakeProcessors,
     agent: Agent,
@@ -82,9 +85,7 @@ def buy(
     body: dict[str, Any] = {"pack_count": packs, "processor": "processor_b"}
     if chain:
         body["chain"] = chain
-    response = client.post("/dashboard/credits", json=body, headers=agent.headers)
-    assert response.status_code == 201, response.text
-    return Deposit(processors, client.app, response.json()["processor_id"])
+    return Deposit(processors, client.app, bought(client, agent, **body)["processor_id"])
 
 
 def deliver(client: TestClient, deposit: Deposit, fields: dict[str, str], **kwargs: Any):
@@ -101,34 +102,9 @@ def payments(app: FastAPI) -> list[dict[str, Any]]:
     return journal_payments(app, "processor_b")
 
 
-def events(app: FastAPI) -> list[tuple[str, str, int]]:
-    with app.state.db.reader() as session:
-        return sorted(
-            (e.processor, e.event_key, e.credited_micro)
-            for e in session.scalars(select(ProcessorEvent))
-        )
-
-
 def invoice_status(app: FastAPI, address: str) -> str:
     with app.state.db.reader() as session:
         return session.scalar(select(Invoice.status).where(Invoice.processor_id == address))
-
-
-def assert_nothing_credited(app: FastAPI, client: TestClient, agent: Agent) -> None:
-    assert balance(client, agent) == 0
-    assert funded(client, agent) is False
-    assert payments(app) == []
-    assert events(app) == []
-
-
-def refusals(caplog: pytest.LogCaptureFixture) -> list[dict[str, Any]]:
-    return [
-        record.msg
-        for record in caplog.records
-        if record.name == "agent_broker.payments"
-        and isinstance(record.msg, dict)
-        and record.msg.get("event") == "processor_callback_refused"
-    ]
 
 
 # --- pending and confirmed -------------------------------------------------------------
@@ -136,9 +112,9 @@ def refusals(caplog: pytest.LogCaptureFixture) -> list[dict[str, Any]]:
 
 def test_a_pending_payment_is_received_and_credits_nothing(app, client, processors):
     agent = register(client)
-    deposit = buy(client, processors, agent, packs=3)
+    deposit = new_deposit(client, processors, agent, packs=3)
     assert_ok(deliver(client, deposit, deposit.fields("pay-1", "1.50", pending=1)))
-    assert_nothing_credited(app, client, agent)
+    assert_nothing_credited(app, client, agent, "processor_b")
     assert invoice_status(app, deposit.address) == "open"
     # The confirmation of the same payment is then credited.
     assert_ok(deliver(client, deposit, deposit.fields("pay-1", "1.50")))
@@ -147,7 +123,7 @@ def test_a_pending_payment_is_received_and_credits_nothing(app, client, processo
 
 def test_a_confirmed_payment_credits_its_whole_packs_as_real_money(app, client, processors):
     agent, bystander = register(client), register(client)
-    deposit = buy(client, processors, agent, packs=3)
+    deposit = new_deposit(client, processors, agent, packs=3)
     assert_ok(deliver(client, deposit, deposit.fields("pay-1", "1.70")))
     assert balance(client, agent) == 1_500_000  # 3 packs; the 0.20 remainder is not credited
     assert funded(client, agent) is True
@@ -159,7 +135,7 @@ def test_a_confirmed_payment_credits_its_whole_packs_as_real_money(app, client, 
         [(books.wallet_code(agent.account_id), 1_500_000), (books.PROCESSOR_B, -1_500_000)]
     )
     assert deposit.invoice_id in entry["memo"] and "3000 credits" in entry["memo"]
-    assert events(app) == [("processor_b", f"{deposit.address}:pay-1", 1_500_000)]
+    assert processor_events(app) == [("processor_b", f"{deposit.address}:pay-1", 1_500_000)]
     assert invoice_status(app, deposit.address) == "paid"
 
 
@@ -178,7 +154,7 @@ def test_a_confirmed_payment_credits_its_whole_packs_as_real_money(app, client, 
 )
 def test_whole_packs_of_what_arrived_are_credited(app, client, processors, value_coin, credited):
     agent = register(client)
-    deposit = buy(client, processors, agent, packs=1)
+    deposit = new_deposit(client, processors, agent, packs=1)
     assert_ok(deliver(client, deposit, deposit.fields("pay-1", value_coin)))
     assert balance(client, agent) == credited
     assert [e["postings"] for e in payments(app)] == [
@@ -189,12 +165,12 @@ def test_whole_packs_of_what_arrived_are_credited(app, client, processors, value
 def test_less_than_a_pack_credits_nothing_but_is_recorded(app, client, processors, caplog):
     caplog.set_level(logging.INFO)
     agent = register(client)
-    deposit = buy(client, processors, agent, packs=1)
+    deposit = new_deposit(client, processors, agent, packs=1)
     assert_ok(deliver(client, deposit, deposit.fields("pay-1", "0.40")))
     assert balance(client, agent) == 0
     assert funded(client, agent) is False
     assert payments(app) == []
-    assert events(app) == [("processor_b", f"{deposit.address}:pay-1", 0)]
+    assert processor_events(app) == [("processor_b", f"{deposit.address}:pay-1", 0)]
     assert invoice_status(app, deposit.address) == "open"
     below = [
         r.msg
@@ -206,12 +182,12 @@ def test_less_than_a_pack_credits_nothing_but_is_recorded(app, client, processor
     assert_ok(deliver(client, deposit, deposit.fields("pay-1", "0.40")))
     assert_ok(deliver(client, deposit, deposit.fields("pay-1", "5")))
     assert balance(client, agent) == 0
-    assert len(events(app)) == 1
+    assert len(processor_events(app)) == 1
 
 
 def test_an_overpayment_is_credited_in_whole_packs(app, client, processors):
     agent = register(client)
-    deposit = buy(client, processors, agent, packs=3)
+    deposit = new_deposit(client, processors, agent, packs=3)
     assert_ok(deliver(client, deposit, deposit.fields("pay-1", "5")))
     assert balance(client, agent) == 5_000_000  # 10 packs, not the 3 invoiced
     (entry,) = payments(app)
@@ -220,7 +196,7 @@ def test_an_overpayment_is_credited_in_whole_packs(app, client, processors):
 
 def test_an_underpayment_of_a_floor_raised_invoice_credits_what_arrived(app, client, processors):
     agent = register(client)
-    deposit = buy(client, processors, agent, packs=1, chain="usdttrc20")  # raised to 20
+    deposit = new_deposit(client, processors, agent, packs=1, chain="usdttrc20")  # raised to 20
     assert deposit.invoice.pack_count == 20
     assert_ok(deliver(client, deposit, deposit.fields("pay-1", "1.25")))
     assert balance(client, agent) == 1_000_000
@@ -228,25 +204,25 @@ def test_an_underpayment_of_a_floor_raised_invoice_credits_what_arrived(app, cli
 
 def test_a_redelivered_payment_is_ok_and_credits_nothing_more(app, client, processors):
     agent = register(client)
-    deposit = buy(client, processors, agent, packs=2)
+    deposit = new_deposit(client, processors, agent, packs=2)
     fields = deposit.fields("pay-1", "1.00")
     for _ in range(4):
         assert_ok(deliver(client, deposit, fields))
     assert_ok(client.post(deposit.callback, json=fields))  # re-encoded, still the same payment
     assert balance(client, agent) == 1_000_000
     assert len(payments(app)) == 1
-    assert len(events(app)) == 1
+    assert len(processor_events(app)) == 1
 
 
 def test_a_second_payment_to_the_same_address_is_credited_too(app, client, processors):
     agent = register(client)
-    deposit = buy(client, processors, agent, packs=2)
+    deposit = new_deposit(client, processors, agent, packs=2)
     assert_ok(deliver(client, deposit, deposit.fields("pay-1", "0.50")))
     assert_ok(deliver(client, deposit, deposit.fields("pay-2", "0.50")))
     assert_ok(deliver(client, deposit, deposit.fields("pay-2", "0.50")))
     assert balance(client, agent) == 1_000_000
     assert [e["reference"] for e in payments(app)] == [deposit.invoice_id] * 2
-    assert events(app) == sorted(
+    assert processor_events(app) == sorted(
         [
             ("processor_b", f"{deposit.address}:pay-1", 500_000),
             ("processor_b", f"{deposit.address}:pay-2", 500_000),
@@ -256,8 +232,8 @@ def test_a_second_payment_to_the_same_address_is_credited_too(app, client, proce
 
 def test_the_same_uuid_at_another_address_is_another_payment(app, client, processors):
     agent = register(client)
-    first = buy(client, processors, agent)
-    second = buy(client, processors, agent)
+    first = new_deposit(client, processors, agent)
+    second = new_deposit(client, processors, agent)
     assert_ok(deliver(client, first, first.fields("same-uuid", "0.5")))
     assert_ok(deliver(client, second, second.fields("same-uuid", "0.5")))
     assert balance(client, agent) == 1_000_000
@@ -268,7 +244,7 @@ def test_the_same_uuid_at_another_address_is_another_payment(app, client, proces
 
 def test_a_json_callback_is_accepted(app, client, processors):
     agent = register(client)
-    deposit = buy(client, processors, agent, packs=2)
+    deposit = new_deposit(client, processors, agent, packs=2)
     response = client.post(deposit.callback, json=deposit.fields("pay-1", "1.00"))
     assert_ok(response)
     assert balance(client, agent) == 1_000_000
@@ -277,7 +253,7 @@ def test_a_json_callback_is_accepted(app, client, processors):
 
 def test_a_json_callback_with_numbers_is_accepted(app, client, processors):
     agent = register(client)
-    deposit = buy(client, processors, agent, packs=2)
+    deposit = new_deposit(client, processors, agent, packs=2)
     document: dict[str, Any] = deposit.fields("pay-1", "x")
     document.update(value_coin=1.2, pending=0)
     assert_ok(client.post(deposit.callback, json=document))
@@ -286,7 +262,7 @@ def test_a_json_callback_with_numbers_is_accepted(app, client, processors):
 
 def test_a_callback_without_the_invoice_parameter_is_matched_by_address(app, client, processors):
     agent = register(client)
-    deposit = buy(client, processors, agent)
+    deposit = new_deposit(client, processors, agent)
     assert_ok(client.post("/webhooks/processor-b", data=deposit.fields("pay-1", "0.5")))
     assert balance(client, agent) == PACK_MICRO
 
@@ -294,14 +270,14 @@ def test_a_callback_without_the_invoice_parameter_is_matched_by_address(app, cli
 @pytest.mark.parametrize("chain", sorted(COINS))
 def test_each_chain_credits_with_its_own_coin(app, client, processors, chain):
     agent = register(client)
-    deposit = buy(client, processors, agent, packs=1, chain=chain)
+    deposit = new_deposit(client, processors, agent, packs=1, chain=chain)
     assert_ok(deliver(client, deposit, deposit.fields("pay-1", "10")))
     assert balance(client, agent) == 10_000_000
 
 
 def test_a_callback_without_coin_is_matched_by_address(app, client, processors):
     agent = register(client)
-    deposit = buy(client, processors, agent)
+    deposit = new_deposit(client, processors, agent)
     fields = deposit.fields("pay-1", "0.5")
     del fields["coin"]
     assert_ok(deliver(client, deposit, fields))
@@ -313,11 +289,11 @@ def test_a_callback_without_coin_is_matched_by_address(app, client, processors):
 
 def test_an_unknown_address_is_404(app, client, processors):
     agent = register(client)
-    deposit = buy(client, processors, agent)
+    deposit = new_deposit(client, processors, agent)
     fields = processor_b_callback("0x" + "11" * 20, "pay-1", "5")
     assert_problem(client.post(deposit.callback, data=fields), 404, "not_found")
     assert_problem(client.post("/webhooks/processor-b", data=fields), 404, "not_found")
-    assert_nothing_credited(app, client, agent)
+    assert_nothing_credited(app, client, agent, "processor_b")
 
 
 def test_a_processor_a_charge_is_not_a_deposit_address(app, client, processors):
@@ -330,13 +306,13 @@ def test_a_processor_a_charge_is_not_a_deposit_address(app, client, processors):
     charge_id = response.json()["processor_id"]
     fields = processor_b_callback(charge_id, "pay-1", "5")
     assert_problem(client.post("/webhooks/processor-b", data=fields), 404, "not_found")
-    assert_nothing_credited(app, client, agent)
+    assert_nothing_credited(app, client, agent, "processor_b")
 
 
 def test_an_invoice_parameter_naming_another_invoice_is_409(app, client, processors):
     agent, other = register(client), register(client)
-    mine = buy(client, processors, agent)
-    theirs = buy(client, processors, other)
+    mine = new_deposit(client, processors, agent)
+    theirs = new_deposit(client, processors, other)
     # processor_b posts mine's payment to theirs's callback URL.
     problem = assert_problem(
         client.post(theirs.callback, data=mine.fields("pay-1", "5")), 409, "invoice_conflict"
@@ -350,7 +326,7 @@ def test_an_invoice_parameter_naming_another_invoice_is_409(app, client, process
         409,
         "invoice_conflict",
     )
-    assert_nothing_credited(app, client, agent)
+    assert_nothing_credited(app, client, agent, "processor_b")
     assert balance(client, other) == 0
     # The payment delivered where it belongs is then credited (the refusal recorded nothing).
     assert_ok(deliver(client, mine, mine.fields("pay-1", "5")))
@@ -370,13 +346,13 @@ def test_an_invoice_parameter_naming_another_invoice_is_409(app, client, process
 )
 def test_a_coin_of_another_chain_is_409(app, client, processors, chain, coin):
     agent = register(client)
-    deposit = buy(client, processors, agent, chain=chain)
+    deposit = new_deposit(client, processors, agent, chain=chain)
     assert_problem(
         deliver(client, deposit, deposit.fields("pay-1", "50", coin=coin)),
         409,
         "invoice_conflict",
     )
-    assert_nothing_credited(app, client, agent)
+    assert_nothing_credited(app, client, agent, "processor_b")
 
 
 @pytest.mark.parametrize(
@@ -384,12 +360,12 @@ def test_a_coin_of_another_chain_is_409(app, client, processors, chain, coin):
 )
 def test_a_bad_value_coin_is_400(app, client, processors, value_coin):
     agent = register(client)
-    deposit = buy(client, processors, agent)
+    deposit = new_deposit(client, processors, agent)
     problem = assert_problem(
         deliver(client, deposit, deposit.fields("pay-1", value_coin)), 400, "invalid_input"
     )
     assert "value_coin" in problem["detail"]
-    assert_nothing_credited(app, client, agent)
+    assert_nothing_credited(app, client, agent, "processor_b")
     # The processor's retry with a good amount is credited.
     assert_ok(deliver(client, deposit, deposit.fields("pay-1", "0.5")))
     assert balance(client, agent) == PACK_MICRO
@@ -397,44 +373,44 @@ def test_a_bad_value_coin_is_400(app, client, processors, value_coin):
 
 def test_a_missing_value_coin_is_400(app, client, processors):
     agent = register(client)
-    deposit = buy(client, processors, agent)
+    deposit = new_deposit(client, processors, agent)
     fields = deposit.fields("pay-1", "1")
     del fields["value_coin"]
     assert_problem(deliver(client, deposit, fields), 400, "invalid_input")
-    assert_nothing_credited(app, client, agent)
+    assert_nothing_credited(app, client, agent, "processor_b")
 
 
 @pytest.mark.parametrize("missing", ["address_in", "uuid", "pending"])
 def test_a_callback_without_address_uuid_or_pending_is_400(app, client, processors, missing):
     agent = register(client)
-    deposit = buy(client, processors, agent)
+    deposit = new_deposit(client, processors, agent)
     fields = deposit.fields("pay-1", "5")
     del fields[missing]
     assert_problem(deliver(client, deposit, fields), 400, "invalid_input")
-    assert_nothing_credited(app, client, agent)
+    assert_nothing_credited(app, client, agent, "processor_b")
 
 
 @pytest.mark.parametrize("pending", ["2", "", "true", "-1"])
 def test_a_pending_other_than_0_or_1_is_400(app, client, processors, pending):
     agent = register(client)
-    deposit = buy(client, processors, agent)
+    deposit = new_deposit(client, processors, agent)
     assert_problem(
         deliver(client, deposit, deposit.fields("pay-1", "5", pending=pending)),
         400,
         "invalid_input",
     )
-    assert_nothing_credited(app, client, agent)
+    assert_nothing_credited(app, client, agent, "processor_b")
 
 
 @pytest.mark.parametrize("body", [b"[1, 2]", b'{"uuid": ', b'"text"'])
 def test_a_body_that_is_neither_form_nor_object_is_400(app, client, processors, body):
     agent = register(client)
-    deposit = buy(client, processors, agent)
+    deposit = new_deposit(client, processors, agent)
     response = client.post(
         deposit.callback, content=body, headers={"Content-Type": "application/json"}
     )
     assert_problem(response, 400, "invalid_input")
-    assert_nothing_credited(app, client, agent)
+    assert_nothing_credited(app, client, agent, "processor_b")
 
 
 # --- where callbacks may come from -----------------------------------------------------
@@ -442,7 +418,7 @@ def test_a_body_that_is_neither_form_nor_object_is_400(app, client, processors, 
 
 def test_a_callback_from_another_address_is_403(app, client, processors):
     agent = register(client)
-    deposit = buy(client, processors, agent)
+    deposit = new_deposit(client, processors, agent)
     fields = deposit.fields("pay-1", "5")
     with TestClient(app, client=OUTSIDER, raise_server_exceptions=False) as outsider:
         problem = assert_problem(deliver(outsider, deposit, fields), 403, "forbidden")
@@ -453,7 +429,7 @@ def test_a_callback_from_another_address_is_403(app, client, processors):
             deliver(outsider, deposit, deposit.fields("pay-1", "5", pending=1)), 403, "forbidden"
         )
         assert_problem(deliver(outsider, deposit, {}), 403, "forbidden")
-    assert_nothing_credited(app, client, agent)
+    assert_nothing_credited(app, client, agent, "processor_b")
     # From processor_b itself the same payment is credited.
     assert_ok(deliver(client, deposit, fields))
     assert balance(client, agent) == 5_000_000
@@ -464,7 +440,7 @@ def test_a_callback_from_another_address_is_403(app, client, processors):
 )
 def test_a_spoofed_forwarded_for_from_an_untrusted_peer_is_403(app, client, processors, forwarded):
     agent = register(client)
-    deposit = buy(client, processors, agent)
+    deposit = new_deposit(client, processors, agent)
     with TestClient(app, client=OUTSIDER, raise_server_exceptions=False) as outsider:
         assert_problem(
             deliver(
@@ -476,7 +452,7 @@ def test_a_spoofed_forwarded_for_from_an_untrusted_peer_is_403(app, client, proc
             403,
             "forbidden",
         )
-    assert_nothing_credited(app, client, agent)
+    assert_nothing_credited(app, client, agent, "processor_b")
 
 
 @pytest.fixture
@@ -488,7 +464,7 @@ def proxied(make_payments_app) -> FastAPI:
 def test_a_trusted_proxy_forwarding_a_published_address_is_believed(proxied, processors):
     with TestClient(proxied, client=SOURCE, raise_server_exceptions=False) as proxy:
         agent = register(proxy)
-        deposit = buy(proxy, processors, agent, packs=2)
+        deposit = new_deposit(proxy, processors, agent, packs=2)
         fields = deposit.fields("pay-1", "1.00")
         # The proxy itself is not processor_b.
         assert_problem(deliver(proxy, deposit, fields), 403, "forbidden")
@@ -507,20 +483,20 @@ def test_a_trusted_proxy_forwarding_a_published_address_is_believed(proxied, pro
 def test_a_published_address_forwarded_by_an_untrusted_peer_is_403(proxied, processors):
     with TestClient(proxied, client=SOURCE, raise_server_exceptions=False) as proxy:
         agent = register(proxy)
-        deposit = buy(proxy, processors, agent)
+        deposit = new_deposit(proxy, processors, agent)
     with TestClient(proxied, client=OUTSIDER, raise_server_exceptions=False) as outsider:
         response = deliver(
             outsider, deposit, deposit.fields("pay-1", "5"), headers={"X-Forwarded-For": PUBLISHED}
         )
         assert_problem(response, 403, "forbidden")
-    assert_nothing_credited(proxied, proxy, agent)
+    assert_nothing_credited(proxied, proxy, agent, "processor_b")
 
 
 def test_callback_sources_may_be_ranges(make_payments_app, processors):
     app = make_payments_app(processor_b_callback_sources="10.0.0.0/8, 127.0.0.0/24")
     with TestClient(app, client=("127.0.0.200", 1), raise_server_exceptions=False) as client:
         agent = register(client)
-        deposit = buy(client, processors, agent)
+        deposit = new_deposit(client, processors, agent)
         assert_ok(deliver(client, deposit, deposit.fields("pay-1", "0.5")))
         assert balance(client, agent) == PACK_MICRO
 
@@ -530,7 +506,7 @@ def test_the_default_sources_do_not_include_loopback(make_payments_app, processo
     app = make_payments_app(processor_b_callback_sources="51.77.105.132,135.125.112.47")
     with TestClient(app, client=SOURCE, raise_server_exceptions=False) as client:
         agent = register(client)
-        deposit = buy(client, processors, agent)
+        deposit = new_deposit(client, processors, agent)
         assert_problem(deliver(client, deposit, deposit.fields("pay-1", "5")), 403, "forbidden")
         assert balance(client, agent) == 0
 
@@ -541,8 +517,8 @@ def test_the_default_sources_do_not_include_loopback(make_payments_app, processo
 def test_every_refusal_logs_one_line_without_body_or_secret(app, client, processors, caplog):
     caplog.set_level(logging.INFO)
     agent, other = register(client), register(client)
-    deposit = buy(client, processors, agent)
-    theirs = buy(client, processors, other)
+    deposit = new_deposit(client, processors, agent)
+    theirs = new_deposit(client, processors, other)
     fields = deposit.fields("pay-marker-5c1e", "5")
     txid = fields["txid_in"]
     caplog.clear()
@@ -558,7 +534,7 @@ def test_every_refusal_logs_one_line_without_body_or_secret(app, client, process
         deliver(client, deposit, fields).status_code,  # its redelivery: not a refusal
     ]
     assert statuses == [403, 400, 400, 404, 409, 409, 200, 200]
-    logged = refusals(caplog)
+    logged = callback_refusals(caplog)
     assert len(logged) == 6
     assert all(line["processor"] == "processor_b" and line["why"] for line in logged)
     assert logged[0]["source"] == OUTSIDER[0]
@@ -583,7 +559,7 @@ def test_a_body_refusal_is_logged_too(app, client, processors, caplog):
         "/webhooks/processor-b", content=b"{bad", headers={"Content-Type": "application/json"}
     )
     assert_problem(response, 400, "invalid_input")
-    assert len(refusals(caplog)) == 1
+    assert len(callback_refusals(caplog)) == 1
 
 
 def test_a_long_payment_uuid_is_no_server_error(app, client, processors):
@@ -591,7 +567,7 @@ def test_a_long_payment_uuid_is_no_server_error(app, client, processors):
     must be refused or stored, never a 500 (at 9377218 PostgreSQL answered 500 with a
     DataError, SQLite, which does not enforce the length, credited it)."""
     agent = register(client)
-    deposit = buy(client, processors, agent)
+    deposit = new_deposit(client, processors, agent)
     fields = deposit.fields("u" * 400, "1")
     response = deliver(client, deposit, fields)
     assert response.status_code < 500, response.text
@@ -600,4 +576,4 @@ def test_a_long_payment_uuid_is_no_server_error(app, client, processors):
         assert balance(client, agent) == 1_000_000
     else:
         assert_problem(response, 400, "invalid_input")
-        assert_nothing_credited(app, client, agent)
+        assert_nothing_credited(app, client, agent, "processor_b")

@@ -19,10 +19,10 @@ from agent_broker.reputation import attestation
 from agent_broker.reputation.models import ReputationFacet
 from agent_broker.reputation.routes import raw_body
 from agent_broker.tokens.service import InvalidOrigin, canonical_origin, is_proof_nonce
-from tests.deals.test_finalize import finalize
-from tests.helpers import Agent, assert_problem, register
-from tests.threads.conftest import market, open_thread  # noqa: F401  (the two-trader fixture)
-from tests.tokens import reference
+from tests.support import paseto
+from tests.support.accounts import Agent, handle_of, register
+from tests.support.http import assert_problem
+from tests.support.market import finalize, open_thread
 
 URL = "/v1/account/reputation/attestation"
 NONCE = "0123456789abcdef0123456789abcdef"
@@ -50,7 +50,7 @@ def decode(client, token: str) -> dict:
     """Claims of `token`, verified with the published key its footer names."""
     document = client.get("/.well-known/paseto-keys.json").json()
     keys = {key["kid"]: key["public_key_hex"] for key in document["keys"]}
-    return reference.verify(token, keys[reference.footer_of(token)["kid"]])
+    return paseto.verify(token, keys[paseto.footer_of(token)["kid"]])
 
 
 def minted(client, agent: Agent, body: object = ..., **kwargs) -> tuple[dict, dict]:
@@ -58,10 +58,6 @@ def minted(client, agent: Agent, body: object = ..., **kwargs) -> tuple[dict, di
     assert response.status_code == 200, response.text
     envelope = response.json()
     return envelope, decode(client, envelope["attestation"])
-
-
-def handle_of(client, agent: Agent) -> str:
-    return client.get("/v1/account", headers=agent.headers).json()["handle"]
 
 
 def at(text: str) -> datetime:
@@ -86,7 +82,7 @@ def test_no_body_mints_a_24_hour_statement_of_the_callers_own_record(app, client
     assert envelope["handle"] == handle_of(client, agent)
     token = envelope["attestation"]
     assert token.startswith("v4.public.")
-    assert reference.footer_of(token) == {"kid": app.state.signer.kid}
+    assert paseto.footer_of(token) == {"kid": app.state.signer.kid}
 
     claims = decode(client, token)
     assert set(claims) == STATEMENT_CLAIMS
@@ -149,7 +145,7 @@ def test_a_challenge_mints_a_5_minute_proof_with_nonce_and_audience(app, client)
     assert at(claims["exp"]) - at(claims["iat"]) == timedelta(minutes=5)
     assert envelope["expires_at"] == claims["exp"]
     assert envelope["verify_with"] == "/.well-known/paseto-keys.json"
-    assert reference.footer_of(envelope["attestation"]) == {"kid": app.state.signer.kid}
+    assert paseto.footer_of(envelope["attestation"]) == {"kid": app.state.signer.kid}
 
 
 def test_other_keys_beside_a_challenge_are_ignored(client):
@@ -159,7 +155,7 @@ def test_other_keys_beside_a_challenge_are_ignored(client):
     assert "purpose" not in claims
 
 
-def test_tokens_carry_the_public_record_without_its_scorecard(client, market):  # noqa: F811
+def test_tokens_carry_the_public_record_without_its_scorecard(client, market):
     thread = open_thread(client, market.opener, market.listing_id).json()["id"]
     deal = finalize(client, market.poster, thread).json()["id"]
     rated = client.post(

@@ -11,9 +11,7 @@ from sqlalchemy import create_engine, text
 
 from agent_broker import clock
 from agent_broker.migrations.migrate import alembic_config, upgrade
-from tests.deals.test_feedback import dispute, rate
-from tests.reputation.test_public_record import seal, seller_with_listings
-from tests.threads.conftest import trader
+from tests.support.market import dispute, rate, seal, seller_with_listings, trader
 
 TABLES = {
     "reputation_stats": "SELECT * FROM reputation_stats ORDER BY account_id",

@@ -10,42 +10,30 @@ from fastapi.testclient import TestClient
 
 from agent_broker import clock
 from agent_broker.client.verify import MemoryNonceBook, ProofVerifier
-from tests.deals.test_feedback import dispute, rate
-from tests.deals.test_finalize import finalize
-from tests.helpers import Agent, assert_problem, complete_profile, fund, register
-from tests.listings.conftest import FEE, post
-from tests.reputation.test_scorecard import ALWAYS
-from tests.threads.conftest import DEAL_FEE, close, offer, open_thread, trader
+from tests.support.accounts import Agent, complete_profile, fund, handle_of, register
+from tests.support.http import assert_problem
+from tests.support.market import (
+    DEAL_FEE,
+    FEE,
+    close,
+    dispute,
+    offer,
+    open_thread,
+    post,
+    rate,
+    seal,
+    seller_with_listings,
+    trader,
+)
+from tests.support.reputation import ALWAYS
 
 SEEDED = {"rating_sum": 5, "rating_count": 1, "finalized_count": 0, "non_delivery_count": 0}
-
-
-def handle_of(client, agent: Agent) -> str:
-    return client.get("/v1/account", headers=agent.headers).json()["handle"]
 
 
 def lookup(client, agent: Agent) -> dict:
     response = client.get(f"/v1/reputation/{handle_of(client, agent)}")
     assert response.status_code == 200, response.text
     return response.json()
-
-
-def seal(client, poster: Agent, opener: Agent, listing_id: str) -> str:
-    thread = open_thread(client, opener, listing_id)
-    assert thread.status_code == 201, thread.text
-    response = finalize(client, poster, thread.json()["id"])
-    assert response.status_code == 201, response.text
-    return response.json()["id"]
-
-
-def seller_with_listings(app, client, count: int, **fields) -> tuple[Agent, list[str]]:
-    poster = trader(app, client, amount=count * (FEE + DEAL_FEE))
-    listings = []
-    for _ in range(count):
-        response = post(client, poster, **fields)
-        assert response.status_code == 201, response.text
-        listings.append(response.json()["id"])
-    return poster, listings
 
 
 # --- the record itself ------------------------------------------------------------------------

@@ -15,23 +15,10 @@ from agent_broker.reputation.scorecard import (
     derive_scorecard,
     latency_bucket_index,
 )
+from tests.support.reputation import ALWAYS
 
 NOW = datetime(2025, 6, 15, 12, 0, tzinfo=UTC)
 SEED = Facet(rating_sum=5, rating_count=1, finalized_count=0, non_delivery_count=0)
-
-ALWAYS = {
-    "completed_deals",
-    "rated_deals",
-    "distinct_counterparties",
-    "disputes",
-    "verified_capabilities",
-    "verified_capability_list",
-    "tenure_days",
-    "score_distribution",
-    "rates_suppressed",
-    "min_rated_deals",
-    "evidence_backed",
-}
 
 
 def histogram(gaps: list[timedelta]) -> tuple[int, ...]:

@@ -2,17 +2,11 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-import pytest
-
 from agent_broker import clock
 from agent_broker.jobs.runner import run_job
-from tests.helpers import assert_problem, register
-from tests.threads.conftest import DEAL_FEE, balance, close, offer, open_thread
-
-
-@pytest.fixture
-def thread(client, market) -> str:
-    return open_thread(client, market.opener, market.listing_id).json()["id"]
+from tests.support.accounts import balance_and_held, register
+from tests.support.http import assert_problem
+from tests.support.market import DEAL_FEE, close, offer, open_thread
 
 
 def test_turns_alternate_and_each_offer_replaces_the_diff(client, market, thread):
@@ -48,9 +42,9 @@ def test_either_party_may_close_and_the_openers_hold_returns(client, market, thr
     closed = close(client, market.poster, thread)
     assert closed.status_code == 200
     assert closed.json()["status"] == "rejected"
-    assert balance(client, market.opener) == (3 * DEAL_FEE, 0)
+    assert balance_and_held(client, market.opener) == (3 * DEAL_FEE, 0)
     assert close(client, market.opener, thread).json()["status"] == "rejected"
-    assert balance(client, market.opener) == (3 * DEAL_FEE, 0)  # released once
+    assert balance_and_held(client, market.opener) == (3 * DEAL_FEE, 0)  # released once
     assert_problem(offer(client, market.opener, thread, "wait"), 409, "out_of_turn")
 
 
@@ -63,7 +57,7 @@ def test_a_thread_past_its_life_is_closed_and_its_hold_lapses(app, client, marke
     clock.advance(timedelta(days=7))
     got = client.get(f"/v1/threads/{thread}", headers=market.opener.headers).json()
     assert got["status"] == "closed"
-    assert balance(client, market.opener) == (3 * DEAL_FEE, 0)
+    assert balance_and_held(client, market.opener) == (3 * DEAL_FEE, 0)
     assert_problem(offer(client, market.poster, thread, "late"), 410, "thread_auto_closed")
     assert_problem(close(client, market.opener, thread), 410, "thread_auto_closed")
     assert run_job(app.state.db, app.state.settings, "expire-threads") == (
@@ -93,8 +87,7 @@ def test_the_inbox_is_the_posters_and_mine_lists_both_sides(client, market, thre
 def test_the_brake_covers_offers(make_app):
     from fastapi.testclient import TestClient
 
-    from tests.listings.conftest import post
-    from tests.threads.conftest import trader
+    from tests.support.market import post, trader
 
     app = make_app(violation_limit="2/hour")
     with TestClient(app) as client:

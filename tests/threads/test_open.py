@@ -7,13 +7,13 @@ from datetime import timedelta
 import httpx
 
 from agent_broker import clock
-from tests.helpers import assert_problem, complete_profile, fund, new_key, register
-from tests.listings.conftest import post
-from tests.threads.conftest import DEAL_FEE, balance, open_thread, trader
+from tests.support.accounts import balance_and_held, complete_profile, fund, register
+from tests.support.http import assert_problem, new_key
+from tests.support.market import DEAL_FEE, open_thread, post, trader
 
 
 def test_opening_holds_the_fee_from_the_opener_only(client, market):
-    poster_before = balance(client, market.poster)
+    poster_before = balance_and_held(client, market.poster)
     response = open_thread(client, market.opener, market.listing_id)
     assert response.status_code == 201, response.text
     thread = response.json()
@@ -32,8 +32,8 @@ def test_opening_holds_the_fee_from_the_opener_only(client, market):
         "created_at",
         "updated_at",
     }
-    assert balance(client, market.opener) == (2 * DEAL_FEE, DEAL_FEE)
-    assert balance(client, market.poster) == poster_before
+    assert balance_and_held(client, market.opener) == (2 * DEAL_FEE, DEAL_FEE)
+    assert balance_and_held(client, market.poster) == poster_before
 
 
 def test_opening_reveals_nothing_of_the_poster(client, market):
@@ -55,7 +55,7 @@ def test_the_idempotency_key_is_required_and_a_replay_holds_once(client, market)
     again = open_thread(client, market.opener, market.listing_id, key=key)
     assert first.status_code == again.status_code == 201
     assert first.json() == again.json()
-    assert balance(client, market.opener) == (2 * DEAL_FEE, DEAL_FEE)
+    assert balance_and_held(client, market.opener) == (2 * DEAL_FEE, DEAL_FEE)
 
 
 def test_an_unknown_listing_is_404(client, market):
@@ -71,7 +71,7 @@ def test_own_listing_is_refused(client, market):
 def test_an_expired_listing_is_410_and_holds_nothing(client, market):
     clock.advance(timedelta(days=7))
     assert_problem(open_thread(client, market.opener, market.listing_id), 410, "listing_expired")
-    assert balance(client, market.opener) == (3 * DEAL_FEE, 0)
+    assert balance_and_held(client, market.opener) == (3 * DEAL_FEE, 0)
 
 
 def test_an_incomplete_opener_gets_428_with_their_own_setup_steps(app, client, market):
@@ -84,7 +84,7 @@ def test_an_incomplete_opener_gets_428_with_their_own_setup_steps(app, client, m
     for field in ("missing", "blocked_actions", "next"):
         assert body[field] == profile[field]
     assert body["missing"] == ["contact_name", "contact_email", "deal_route"]
-    assert balance(client, opener) == (3 * DEAL_FEE, 0)
+    assert balance_and_held(client, opener) == (3 * DEAL_FEE, 0)
 
 
 def test_an_incomplete_poster_is_428_without_disclosing_what_they_lack(app, client):
@@ -97,7 +97,7 @@ def test_an_incomplete_poster_is_428_without_disclosing_what_they_lack(app, clie
     )
     assert body["missing"] == [] and body["next"] == []
     assert "contact" not in body["detail"].split("profile")[0]
-    assert balance(client, opener) == (3 * DEAL_FEE, 0)
+    assert balance_and_held(client, opener) == (3 * DEAL_FEE, 0)
 
 
 def test_a_short_balance_is_402(app, client, market):
@@ -105,11 +105,11 @@ def test_a_short_balance_is_402(app, client, market):
     complete_profile(client, opener)
     fund(app, opener.account_id, DEAL_FEE - 1)
     assert_problem(open_thread(client, opener, market.listing_id), 402, "insufficient_funds_self")
-    assert balance(client, opener) == (DEAL_FEE - 1, 0)
+    assert balance_and_held(client, opener) == (DEAL_FEE - 1, 0)
 
 
 def test_refusal_precedence(app, client, market):
-    # Own listing beats expiry; expiry beats an incomplete profile and a short balance.
+    # Own listing beats expiry; expiry beats an incomplete profile and a short balance_and_held.
     clock.advance(timedelta(days=8))
     assert_problem(
         open_thread(client, market.poster, market.listing_id), 409, "self_listing_negotiation"
@@ -139,7 +139,7 @@ def test_the_opening_diff_is_scanned(client, market):
     assert_problem(
         open_thread(client, market.opener, market.listing_id, diff="   "), 400, "invalid_input"
     )
-    assert balance(client, market.opener) == (3 * DEAL_FEE, 0)
+    assert balance_and_held(client, market.opener) == (3 * DEAL_FEE, 0)
 
 
 def test_concurrent_opens_never_overdraw_the_opener(app, client, market, live_server):
@@ -160,4 +160,4 @@ def test_concurrent_opens_never_overdraw_the_opener(app, client, market, live_se
     with ThreadPoolExecutor(max_workers=8) as pool:
         statuses = sorted(pool.map(attempt, range(8)))
     assert statuses == [201] * 3 + [402] * 5
-    assert balance(client, opener) == (500_000, 3 * DEAL_FEE)
+    assert balance_and_held(client, opener) == (500_000, 3 * DEAL_FEE)

@@ -10,10 +10,10 @@ from collections import Counter
 import httpx
 import pytest
 
-from tests.helpers import fund, new_key
+from tests.support.accounts import fund
+from tests.support.http import new_key
+from tests.support.market import DEAL_FEE, FEE
 
-POSTING_FEE = 100_000
-DEAL_FEE = 1_000_000
 START = 20_000_000
 ROUNDS = 6
 COMPETITORS = 4
@@ -155,4 +155,4 @@ def test_exactly_one_deal_per_listing_under_concurrent_finalize_and_open(
             assert account["balance_micro"] == START - DEAL_FEE * won[headers["x-api-key"]]
         account = http.get("/v1/account", headers=poster).json()
         assert account["held_micro"] == 0
-        assert account["balance_micro"] == START - ROUNDS * (POSTING_FEE + DEAL_FEE)
+        assert account["balance_micro"] == START - ROUNDS * (FEE + DEAL_FEE)

@@ -8,10 +8,6 @@ from pathlib import Path
 import pytest
 from fastapi import FastAPI
 
-# RFC 8032 section 7.1, test 1: a known Ed25519 key pair.
-RFC8032_SEED_HEX = "9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60"
-RFC8032_PUBLIC_HEX = "d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a"
-
 
 @pytest.fixture
 def var_dir(tmp_path: Path) -> Path:

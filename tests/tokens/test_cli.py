@@ -15,8 +15,8 @@ from agent_broker import clock
 from agent_broker.cli import app as cli
 from agent_broker.config import Settings
 from agent_broker.tokens import keys
-from tests.conftest import TEST_SECRET
-from tests.tokens.conftest import RFC8032_SEED_HEX
+from tests.support.paseto import RFC8032_SEED_HEX
+from tests.support.settings import TEST_SECRET
 
 PATH = "/.well-known/paseto-keys.json"
 

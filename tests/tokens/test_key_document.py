@@ -15,7 +15,7 @@ from agent_broker import clock
 from agent_broker.tokens import keys, registry
 from agent_broker.tokens.keys import SigningKeyError
 from agent_broker.tokens.models import SigningKey
-from tests.tokens.conftest import RFC8032_PUBLIC_HEX, RFC8032_SEED_HEX
+from tests.support.paseto import RFC8032_PUBLIC_HEX, RFC8032_SEED_HEX
 
 PATH = "/.well-known/paseto-keys.json"
 SEVEN_DAYS = timedelta(days=7)

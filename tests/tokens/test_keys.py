@@ -15,7 +15,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from agent_broker.config import Settings
 from agent_broker.tokens import keys
 from agent_broker.tokens.keys import SigningKeyError, signer_for
-from tests.tokens.conftest import RFC8032_PUBLIC_HEX, RFC8032_SEED_HEX
+from tests.support.paseto import RFC8032_PUBLIC_HEX, RFC8032_SEED_HEX
 
 
 def _pem(key: object, encryption: serialization.KeySerializationEncryption | None = None) -> str:

@@ -25,7 +25,7 @@ from agent_broker.tokens.service import (
     origin_of,
     verify,
 )
-from tests.tokens import reference
+from tests.support import paseto
 
 RFC3339_Z = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")
 DEAL = "5f0c8a52-6a9e-4d43-9d4c-0d1e2f3a4b5c"
@@ -58,11 +58,11 @@ def test_a_deal_credential_verifies_independently_with_the_published_key(app, cl
     minted = _credential(app.state.signer, now=now)
 
     assert minted.token.startswith("v4.public.")
-    footer = reference.footer_of(minted.token)
+    footer = paseto.footer_of(minted.token)
     assert footer == {"kid": minted.kid}
     assert minted.kid == app.state.signer.kid
     [published] = [k for k in _key_document(client) if k["kid"] == footer["kid"]]
-    claims = reference.verify(minted.token, published["public_key_hex"])
+    claims = paseto.verify(minted.token, published["public_key_hex"])
 
     assert set(claims) == {"typ", "deal_id", "bearer", "aud", "iat", "exp"}
     assert claims["typ"] == "svc.deal.v1"
@@ -78,13 +78,13 @@ def test_a_deal_credential_verifies_independently_with_the_published_key(app, cl
 def test_a_tampered_token_fails_both_verifiers(app, client):
     published = _key_document(client)
     minted = _credential(app.state.signer, bearer="poster")
-    message, signature, footer = reference.split(minted.token)
+    message, signature, footer = paseto.split(minted.token)
     forged_message = message.replace(b'"bearer":"poster"', b'"bearer":"negotiator"')
     assert forged_message != message
     forged = f"v4.public.{_b64url(forged_message + signature)}.{_b64url(footer)}"
 
     with pytest.raises(InvalidSignature):
-        reference.verify(forged, published[0]["public_key_hex"])
+        paseto.verify(forged, published[0]["public_key_hex"])
     with pytest.raises(BadSignature):
         verify(forged, published, "svc.deal.v1", clock.now())
 
@@ -176,7 +176,7 @@ def test_generic_mint_serves_reputation_statements():
     statement = {"typ": service.REPUTATION_STATEMENT_TYP, "handle": "0123456789ab"}
     minted = mint(signer, statement, service.REPUTATION_STATEMENT_TTL, now)
 
-    claims = reference.verify(minted.token, signer.public_key_hex)
+    claims = paseto.verify(minted.token, signer.public_key_hex)
     assert claims == {
         "typ": "svc.reputation.v1",
         "handle": "0123456789ab",

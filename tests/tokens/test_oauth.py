@@ -4,51 +4,32 @@ finalize only; the identity link decides the account; finalize spends the token'
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Callable
-from typing import Any
 
 import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
-from joserfc import jwk
 
-from tests.dashboard.conftest import (  # noqa: F401 - fixtures
+from tests.support.accounts import Agent, register
+from tests.support.http import assert_problem, new_key
+from tests.support.identity import (
+    ATTESTATION,
+    OAUTH_ISSUER,
     bearer,
     claims,
-    idp_key,
     idp_settings,
-    jwks_path,
+    oauth_settings,
     sign,
 )
-from tests.helpers import Agent, assert_problem, new_key, register
-from tests.threads.conftest import market, offer, open_thread  # noqa: F401 - fixtures
+from tests.support.market import offer, open_thread
 
-OAUTH_ISSUER = "https://auth.agents.test/"
-OAUTH_AUDIENCE = "agent-broker-api"
 PROOF = {"nonce": "0123456789abcdef0123456789abcdef", "audience": "https://rp.agents.dev"}
-ATTESTATION = "/v1/account/reputation/attestation"
 
 
 @pytest.fixture
-def app(make_app: Callable[..., FastAPI], jwks_path) -> FastAPI:  # noqa: F811
+def app(make_app: Callable[..., FastAPI], jwks_path) -> FastAPI:
     url = f"file://{jwks_path}"
-    return make_app(
-        **idp_settings(url),
-        oauth_issuer=OAUTH_ISSUER,
-        oauth_audience=OAUTH_AUDIENCE,
-        oauth_jwks_url=url,
-    )
-
-
-@pytest.fixture
-def oauth_token(idp_key: jwk.RSAKey) -> Callable[..., str]:  # noqa: F811
-    def make(scope: str | None = "read", sub: str = "agent-1", **overrides: Any) -> str:
-        values = {"iss": OAUTH_ISSUER, "aud": OAUTH_AUDIENCE, "jti": str(uuid.uuid4())}
-        values.update(overrides)
-        return sign(claims(sub, scope=scope, **values), idp_key)
-
-    return make
+    return make_app(**idp_settings(url), **oauth_settings(url))
 
 
 def link(client: TestClient, agent: Agent, token: str) -> None:
@@ -58,10 +39,10 @@ def link(client: TestClient, agent: Agent, token: str) -> None:
 
 def test_an_unlinked_token_reaches_nothing_and_one_call_with_the_key_links_it(client, oauth_token):
     agent = register(client)
-    token = oauth_token("read")
+    token = oauth_token()
     assert_problem(client.post(ATTESTATION, headers=bearer(token)), 401, "unauthorized")
     link(client, agent, token)
-    minted = client.post(ATTESTATION, headers=bearer(oauth_token("read")))
+    minted = client.post(ATTESTATION, headers=bearer(oauth_token()))
     assert minted.status_code == 200
     me = client.get("/v1/account", headers=agent.headers).json()
     assert minted.json()["handle"] == me["handle"]
@@ -69,29 +50,31 @@ def test_an_unlinked_token_reaches_nothing_and_one_call_with_the_key_links_it(cl
 
 def test_a_read_token_mints_statements_but_not_proofs(client, oauth_token):
     agent = register(client)
-    link(client, agent, oauth_token("read"))
-    assert client.post(ATTESTATION, headers=bearer(oauth_token("read"))).status_code == 200
-    refused = client.post(ATTESTATION, headers=bearer(oauth_token("read")), json=PROOF)
+    link(client, agent, oauth_token())
+    assert client.post(ATTESTATION, headers=bearer(oauth_token())).status_code == 200
+    refused = client.post(ATTESTATION, headers=bearer(oauth_token()), json=PROOF)
     assert_problem(refused, 403, "forbidden")
-    both = oauth_token("read account:write")
+    both = oauth_token(scope="read account:write")
     assert client.post(ATTESTATION, headers=bearer(both), json=PROOF).status_code == 200
 
 
 def test_an_account_write_only_token_mints_nothing(client, oauth_token):
     agent = register(client)
-    link(client, agent, oauth_token("read"))
-    write_only = oauth_token("account:write")
+    link(client, agent, oauth_token())
+    write_only = oauth_token(scope="account:write")
     assert_problem(client.post(ATTESTATION, headers=bearer(write_only)), 403, "forbidden")
     assert_problem(
         client.post(ATTESTATION, headers=bearer(write_only), json=PROOF), 403, "forbidden"
     )
-    assert_problem(client.post(ATTESTATION, headers=bearer(oauth_token(None))), 403, "forbidden")
+    assert_problem(
+        client.post(ATTESTATION, headers=bearer(oauth_token(scope=None))), 403, "forbidden"
+    )
 
 
 def test_oauth_tokens_are_refused_where_the_interface_does_not_allow_them(client, oauth_token):
     agent = register(client)
-    link(client, agent, oauth_token("read"))
-    token = bearer(oauth_token("read account:write"))
+    link(client, agent, oauth_token())
+    token = bearer(oauth_token(scope="read account:write"))
     for method, path in (("GET", "/v1/feed"), ("GET", "/v1/listings/mine")):
         assert_problem(client.request(method, path, headers=token), 401, "unauthorized")
     # Not a dashboard session: it cannot buy credits or manage keys.
@@ -104,7 +87,7 @@ def test_oauth_tokens_are_refused_where_the_interface_does_not_allow_them(client
     assert_problem(client.get("/v1/account", headers=token), 401, "unauthorized")
 
 
-def test_a_session_is_not_an_oauth_token_and_the_reverse(client, oauth_token, idp_key):  # noqa: F811
+def test_a_session_is_not_an_oauth_token_and_the_reverse(client, oauth_token, idp_key):
     agent = register(client)
     session = sign(claims("operator-1"), idp_key)
     # A dashboard session on the attestation (an OAuth route) is checked as an OAuth token.
@@ -117,26 +100,24 @@ def test_a_session_is_not_an_oauth_token_and_the_reverse(client, oauth_token, id
 
 def test_tokens_without_jti_or_from_another_issuer_are_refused(client, oauth_token):
     agent = register(client)
-    link(client, agent, oauth_token("read"))
+    link(client, agent, oauth_token())
     for token in (
-        oauth_token("read", jti=None),
-        oauth_token("read", iss="https://other.agents.test/"),
-        oauth_token("read", aud="someone-else"),
-        oauth_token("read", jti="x" * 201),
+        oauth_token(jti=None),
+        oauth_token(iss="https://other.agents.test/"),
+        oauth_token(aud="someone-else"),
+        oauth_token(jti="x" * 201),
     ):
         assert_problem(client.post(ATTESTATION, headers=bearer(token)), 401, "unauthorized")
 
 
 def test_a_disabled_account_refuses_its_oauth_tokens(client, oauth_token):
     agent = register(client)
-    link(client, agent, oauth_token("read"))
+    link(client, agent, oauth_token())
     assert client.post("/dashboard/keys", headers=agent.headers).json() == {"ok": True}
-    assert_problem(
-        client.post(ATTESTATION, headers=bearer(oauth_token("read"))), 403, "api_key_disabled"
-    )
+    assert_problem(client.post(ATTESTATION, headers=bearer(oauth_token())), 403, "api_key_disabled")
 
 
-def _negotiated(client, market) -> str:  # noqa: F811
+def _negotiated(client, market) -> str:
     thread = open_thread(client, market.opener, market.listing_id)
     assert thread.status_code == 201, thread.text
     thread_id = thread.json()["id"]
@@ -145,9 +126,9 @@ def _negotiated(client, market) -> str:  # noqa: F811
     return thread_id
 
 
-def test_finalize_with_an_oauth_token_spends_it_once(client, market, oauth_token):  # noqa: F811
-    token = oauth_token("read", sub="poster-agent")
-    link(client, market.poster, oauth_token("read", sub="poster-agent"))
+def test_finalize_with_an_oauth_token_spends_it_once(client, market, oauth_token):
+    token = oauth_token("poster-agent")
+    link(client, market.poster, oauth_token("poster-agent"))
     thread_id = _negotiated(client, market)
     finalize = f"/v1/threads/{thread_id}/finalize"
     key = new_key()
@@ -164,9 +145,9 @@ def test_finalize_with_an_oauth_token_spends_it_once(client, market, oauth_token
     )
 
 
-def test_a_refused_finalize_leaves_the_token_unspent(client, market, oauth_token):  # noqa: F811
-    token = oauth_token("read", sub="poster-agent")
-    link(client, market.poster, oauth_token("read", sub="poster-agent"))
+def test_a_refused_finalize_leaves_the_token_unspent(client, market, oauth_token):
+    token = oauth_token("poster-agent")
+    link(client, market.poster, oauth_token("poster-agent"))
     thread_id = _negotiated(client, market)
     # Refused inside the operation, after the token was spent: the rollback unspends it.
     refused = client.post(
@@ -181,17 +162,17 @@ def test_a_refused_finalize_leaves_the_token_unspent(client, market, oauth_token
     assert sealed.status_code == 201, sealed.text
 
 
-def test_a_negotiator_token_cannot_finalize(client, market, oauth_token):  # noqa: F811
-    link(client, market.opener, oauth_token("read", sub="opener-agent"))
+def test_a_negotiator_token_cannot_finalize(client, market, oauth_token):
+    link(client, market.opener, oauth_token("opener-agent"))
     thread_id = _negotiated(client, market)
     refused = client.post(
         f"/v1/threads/{thread_id}/finalize",
-        headers={**bearer(oauth_token("read", sub="opener-agent")), "Idempotency-Key": new_key()},
+        headers={**bearer(oauth_token("opener-agent")), "Idempotency-Key": new_key()},
     )
     assert_problem(refused, 403, "forbidden")
 
 
-def test_oauth_settings_come_all_together(make_app, jwks_path):  # noqa: F811
+def test_oauth_settings_come_all_together(make_app, jwks_path):
     from pydantic import ValidationError
 
     with pytest.raises(ValidationError, match="BROKER_OAUTH_ISSUER"):
@@ -201,12 +182,12 @@ def test_oauth_settings_come_all_together(make_app, jwks_path):  # noqa: F811
 def test_without_oauth_configured_a_token_is_401(make_app, oauth_token):
     with TestClient(make_app()) as client:
         agent = register(client)
-        refused = client.post(ATTESTATION, headers={**bearer(oauth_token("read")), **agent.headers})
+        refused = client.post(ATTESTATION, headers={**bearer(oauth_token()), **agent.headers})
         assert_problem(refused, 401, "unauthorized")
         assert "not enabled" in refused.json()["detail"]
 
 
-def test_spent_tokens_are_forgotten_once_expired(app, client, market, oauth_token):  # noqa: F811
+def test_spent_tokens_are_forgotten_once_expired(app, client, market, oauth_token):
     from datetime import timedelta
 
     from sqlalchemy import func, select
@@ -215,9 +196,9 @@ def test_spent_tokens_are_forgotten_once_expired(app, client, market, oauth_toke
     from agent_broker.accounts.identities import forget_expired_tokens
     from agent_broker.accounts.models import SpentToken
 
-    link(client, market.poster, oauth_token("read", sub="poster-agent"))
+    link(client, market.poster, oauth_token("poster-agent"))
     thread_id = _negotiated(client, market)
-    token = oauth_token("read", sub="poster-agent")  # expires in 300 s
+    token = oauth_token("poster-agent")  # expires in 300 s
     sealed = client.post(
         f"/v1/threads/{thread_id}/finalize",
         headers={**bearer(token), "Idempotency-Key": new_key()},

@@ -35,8 +35,8 @@ from agent_broker.tokens.service import (
     WrongAudience,
     WrongType,
 )
-from tests.helpers import register
-from tests.tokens import reference
+from tests.support import paseto
+from tests.support.accounts import register
 
 SERVICE = "https://broker.test"  # the test app's BROKER_PUBLIC_BASE_URL
 KEY_DOCUMENT = SERVICE + "/.well-known/paseto-keys.json"
@@ -106,7 +106,7 @@ def test_a_valid_proof_yields_the_record_inside_it(client, agent, book):
     )
     assert proof.record["seller"]["warm_start"] is True
     [key] = published(client)["keys"]
-    assert proof.claims == reference.verify(token, key["public_key_hex"])
+    assert proof.claims == paseto.verify(token, key["public_key_hex"])
     assert proof.record == {k: v for k, v in proof.claims.items() if k in RECORD_FIELDS}
     assert proof.expires_at == datetime.fromisoformat(proof.claims["exp"])
     assert proof.expires_at - datetime.fromisoformat(proof.claims["iat"]) == timedelta(minutes=5)
@@ -140,7 +140,7 @@ def test_the_keys_come_only_from_the_configured_service_never_from_the_presenter
 def test_a_key_document_naming_the_kid_with_another_key_refuses(client, agent, book):
     nonce = book.issue()
     token = mint_proof(client, agent, nonce)
-    kid = reference.footer_of(token)["kid"]
+    kid = paseto.footer_of(token)["kid"]
     wrong = {"keys": [{"kid": kid, "public_key_hex": keys.generate().public_key_hex}]}
     with served(wrong) as http:
         rp = ProofVerifier(service_base_url=SERVICE, audience=RP, nonces=book, http=http)
@@ -203,7 +203,7 @@ def test_a_redirected_or_unreachable_key_document_fails_closed(client, agent, bo
 def test_a_tampered_or_malformed_token_is_refused(client, agent, book):
     nonce = book.issue()
     token = mint_proof(client, agent, nonce)
-    message, signature, footer = reference.split(token)
+    message, signature, footer = paseto.split(token)
     forged = message.replace(b'"funded":false', b'"funded":true')
     assert forged != message
     b64 = base64.urlsafe_b64encode
@@ -473,7 +473,7 @@ def test_cli_prints_the_verified_record(client, live_server, agent, cli_env):
     record = json.loads(result.stdout)
     assert set(record) == RECORD_FIELDS
     [key] = published(client)["keys"]
-    claims = reference.verify(token, key["public_key_hex"])
+    claims = paseto.verify(token, key["public_key_hex"])
     assert record == {k: v for k, v in claims.items() if k in RECORD_FIELDS}
     assert "refused" not in result.stderr  # (the in-process live server logs there)
 

@@ -1,10 +1,14 @@
-"""Webhook receivers are paths of the domain tests' local HTTPS server (agents.dev), and
-the events come from the threads tests' two-trader market."""
+"""Webhook receivers are paths of the local HTTPS server (agents.dev) of
+tests/support/fixtures/domains.py; the events come from the two-trader `market`."""
 
-from tests.domains.conftest import (  # noqa: F401 - fixtures
-    app,
-    challenge_server,
-    make_domain_app,
-    outbound_settings,
-)
-from tests.threads.conftest import market  # noqa: F401 - fixture
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+from fastapi import FastAPI
+
+
+@pytest.fixture
+def app(make_domain_app: Callable[..., FastAPI]) -> FastAPI:
+    return make_domain_app()

@@ -22,9 +22,9 @@ from agent_broker.jobs.runner import LEASE_TTL, Scheduler
 from agent_broker.webhooks import delivery
 from agent_broker.webhooks.models import WebhookEvent
 from agent_broker.webhooks.service import enqueue
-from tests.helpers import register
-from tests.tls_server import Answer
-from tests.webhooks.test_webhooks import _deliver, _endpoint, _ok, _received
+from tests.support.accounts import register
+from tests.support.tls import Answer
+from tests.support.webhooks import accept, deliver, deliveries, set_endpoint
 
 SLOW, FAST = "/slow", "/fast"
 ONE_DELIVERY = timedelta(seconds=delivery.DEADLINE_SECONDS)
@@ -76,19 +76,19 @@ def _attempts(app, account_id: str) -> list[int]:
 
 def test_a_slow_account_leaves_the_others_their_share_of_a_run(app, client, challenge_server):
     slow, fast = register(client), register(client)
-    slow_secret = _endpoint(client, slow, SLOW)
-    fast_secret = _endpoint(client, fast, FAST)
+    slow_secret = set_endpoint(client, slow, SLOW)
+    fast_secret = set_endpoint(client, fast, FAST)
     # Slower than the fast one in real time too, so the fast one's answers free the gate.
     _stalling(challenge_server, SLOW, timedelta(minutes=1), real_wait=0.05)
-    _ok(challenge_server, FAST)
+    accept(challenge_server, FAST)
     _backlog(app, slow.account_id, 16)  # every one of them older than the fast account's
     _backlog(app, fast.account_id, 3)
 
-    outcome = _deliver(app)
+    outcome = deliver(app)
     # The fast account's events all went, in the run's first turn, beside the slow one's.
-    assert len(_received(challenge_server, fast_secret, FAST)) == 3
+    assert len(deliveries(challenge_server, fast_secret, FAST)) == 3
     # The slow one got a round's share at most, and the run stopped at its budget.
-    sent = len(_received(challenge_server, slow_secret, SLOW))
+    sent = len(deliveries(challenge_server, slow_secret, SLOW))
     assert 0 < sent <= delivery.PER_ACCOUNT
     assert outcome.endswith(f"stopped at its {delivery.RUN_BUDGET.total_seconds():g} s budget")
     # What was not sent waits with no attempt counted, and the next runs send it, once each.
@@ -96,26 +96,26 @@ def test_a_slow_account_leaves_the_others_their_share_of_a_run(app, client, chal
     for _ in range(16):
         if 0 not in _attempts(app, slow.account_id):
             break
-        _deliver(app)
+        deliver(app)
     assert _attempts(app, slow.account_id) == [1] * 16
-    ids = [e["data"]["thread_id"] for e in _received(challenge_server, slow_secret, SLOW)]
+    ids = [e["data"]["thread_id"] for e in deliveries(challenge_server, slow_secret, SLOW)]
     assert len(ids) == len(set(ids)) == 16
 
 
 def test_a_slow_account_s_backlog_does_not_hold_a_round(app, client, challenge_server):
     slow, fast = register(client), register(client)
-    _endpoint(client, slow, SLOW)
-    fast_secret = _endpoint(client, fast, FAST)
+    set_endpoint(client, slow, SLOW)
+    fast_secret = set_endpoint(client, fast, FAST)
     # Each answer takes the longest a delivery may; all 40 at once would spend the budget.
     _stalling(challenge_server, SLOW, ONE_DELIVERY)
-    _ok(challenge_server, FAST)
+    accept(challenge_server, FAST)
     _backlog(app, slow.account_id, 40)
     _backlog(app, fast.account_id, 3, one_thread=True)  # one round each, in order
 
-    _deliver(app)
+    deliver(app)
     # A round takes a share of the slow account's backlog, so the rounds stay short and
     # the fast account's thread goes whole in the same run.
-    received = _received(challenge_server, fast_secret, FAST)
+    received = deliveries(challenge_server, fast_secret, FAST)
     assert len(received) == 3
     assert [e["data"]["number"] for e in received] == [0, 1, 2]
 
@@ -124,13 +124,13 @@ def test_a_run_starts_no_delivery_after_its_budget(app, client, challenge_server
     # One at a time, so each delivery's start is exactly when the one before it ended.
     monkeypatch.setattr(delivery, "CONCURRENCY", 1)
     slow = register(client)
-    _endpoint(client, slow, SLOW)
+    set_endpoint(client, slow, SLOW)
     # Every answer takes the longest a delivery may: a run of all 65 would last 650 s.
     arrivals = _stalling(challenge_server, SLOW, ONE_DELIVERY)
     _backlog(app, slow.account_id, 65)
     started = clock.now()
 
-    _deliver(app)
+    deliver(app)
     assert arrivals and all(at < started + delivery.RUN_BUDGET for at in arrivals)
     assert len(arrivals) == delivery.RUN_BUDGET // ONE_DELIVERY
     with app.state.db.reader() as session:
@@ -145,7 +145,7 @@ def test_the_scheduler_goes_on_to_the_next_job_within_the_budget(
 ):
     monkeypatch.setattr(delivery, "CONCURRENCY", 1)
     slow = register(client)
-    _endpoint(client, slow, SLOW)
+    set_endpoint(client, slow, SLOW)
     _stalling(challenge_server, SLOW, ONE_DELIVERY)
     _backlog(app, slow.account_id, 65)
     names = list(JOBS)

@@ -21,32 +21,18 @@ from agent_broker.accounts.identities import WALLET_ISSUER
 from agent_broker.cli import app as cli
 from agent_broker.webhooks import service as webhooks
 from agent_broker.webhooks.models import WebhookEvent
-from tests.conftest import TEST_SECRET
-from tests.dashboard.conftest import (  # noqa: F401 - fixtures
-    ATTESTATION,
-    ISSUER,
-    bearer,
-    idp_key,
-    idp_settings,
-    jwks_path,
-    oauth_settings,
-    oauth_token,
-    session_token,
-)
-from tests.helpers import register
-from tests.webhooks.test_webhooks import _deliver, _endpoint, _ok, _received
-from tests.x402.conftest import (  # noqa: F401 - fixtures
-    facilitator,
-    v1_payment,
-    x402_settings,
-)
-from tests.x402.wallet import Wallet
+from tests.support.accounts import register
+from tests.support.identity import ATTESTATION, ISSUER, bearer, idp_settings, oauth_settings
+from tests.support.settings import TEST_SECRET
+from tests.support.webhooks import accept, deliver, deliveries, set_endpoint
+from tests.support.x402 import v1_payment
+from tests.support.x402_wallet import Wallet
 
 LINKED = "account.identity_linked"
 
 
 @pytest.fixture
-def app(make_domain_app: Callable[..., FastAPI], jwks_path) -> FastAPI:  # noqa: F811
+def app(make_domain_app: Callable[..., FastAPI], jwks_path) -> FastAPI:
     url = f"file://{jwks_path}"
     return make_domain_app(**idp_settings(url), **oauth_settings(url))
 
@@ -62,12 +48,12 @@ def test_every_new_link_is_announced_once(
     challenge_server,
     database_url,
     monkeypatch,
-    session_token,  # noqa: F811
-    oauth_token,  # noqa: F811
+    session_token,
+    oauth_token,
 ):
-    _ok(challenge_server)
+    accept(challenge_server)
     agent = register(client)
-    secret = _endpoint(client, agent)
+    secret = set_endpoint(client, agent)
     session = bearer(session_token("operator-1"))
     for _ in range(2):  # the second call finds the link made
         assert client.get("/v1/account", headers={**session, **agent.headers}).status_code == 200
@@ -91,8 +77,8 @@ def test_every_new_link_is_announced_once(
     assert client.get("/v1/account", headers={**other_session, **other.headers}).status_code == 200
 
     assert len(_events_of(app, LINKED)) == 4
-    assert _deliver(app).startswith("delivered 4 webhook events")
-    received = _received(challenge_server, secret)
+    assert deliver(app).startswith("delivered 4 webhook events")
+    received = deliveries(challenge_server, secret)
     assert [event["type"] for event in received] == [LINKED] * 4
     listed = client.get("/dashboard/identities", headers=agent.headers).json()["identities"]
     # Each event says what the list says of the link it made, in the order they were made.
@@ -106,7 +92,7 @@ def test_every_new_link_is_announced_once(
 
 
 @pytest.fixture
-def x402_app(make_domain_app, x402_settings) -> FastAPI:  # noqa: F811
+def x402_app(make_domain_app, x402_settings) -> FastAPI:
     return make_domain_app(**x402_settings)
 
 

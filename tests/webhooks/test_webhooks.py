@@ -12,58 +12,24 @@ from datetime import timedelta
 
 import pytest
 from sqlalchemy import select
-from standardwebhooks import Webhook
 
 from agent_broker import clock
 from agent_broker.jobs.runner import run_job
 from agent_broker.webhooks.models import WebhookEndpoint, WebhookEvent
-from tests.helpers import assert_problem, new_key, register
-from tests.threads.conftest import close, offer, open_thread, trader
-from tests.tls_server import Answer
-
-HOOK = "/hook"
-
-
-def _endpoint(client, agent, path: str = HOOK) -> str:
-    response = client.put(
-        "/v1/account/webhook", json={"url": f"https://agents.dev{path}"}, headers=agent.headers
-    )
-    assert response.status_code == 200, response.text
-    body = response.json()
-    assert body["url"] == f"https://agents.dev{path}" and body["secret"].startswith("whsec_")
-    return body["secret"]
-
-
-def _deliver(app) -> str:
-    outcome = run_job(app.state.db, app.state.settings, "deliver-webhooks")
-    assert outcome is not None
-    return outcome
-
-
-def _received(server, secret: str, path: str = HOOK, since: int = 0) -> list[dict]:
-    """Every delivery to `path` (from the `since`-th request on), its signature checked."""
-    events = []
-    for seen in server.seen[since:]:
-        if seen.path != path or seen.method != "POST":
-            continue
-        document = Webhook(secret).verify(seen.body, seen.headers)
-        assert json.loads(seen.body) == document
-        assert seen.headers["webhook-id"].startswith("msg_")
-        events.append(document)
-    return events
+from tests.support.accounts import register
+from tests.support.http import assert_problem, new_key
+from tests.support.market import close, offer, open_thread, trader
+from tests.support.tls import Answer
+from tests.support.webhooks import HOOK, accept, deliver, deliveries, set_endpoint
 
 
 def _types(events: list[dict], kind: str) -> list[str]:
     return [e["type"] for e in events if e["type"].startswith(kind)]
 
 
-def _ok(server, path: str = HOOK) -> None:
-    server.answer(path, Answer(status=204))
-
-
 def test_setting_and_removing_the_endpoint(client, market):
-    first = _endpoint(client, market.poster)
-    assert _endpoint(client, market.poster) != first  # a new secret on every PUT
+    first = set_endpoint(client, market.poster)
+    assert set_endpoint(client, market.poster) != first  # a new secret on every PUT
     bad = client.put(
         "/v1/account/webhook", json={"url": "http://agents.dev/hook"}, headers=market.poster.headers
     )
@@ -119,10 +85,10 @@ def test_a_public_https_endpoint_is_accepted_as_sent(client, url):
 
 
 def test_a_deal_s_events_reach_both_sides_signed(app, client, challenge_server, market):
-    _ok(challenge_server, "/poster")
-    _ok(challenge_server, "/opener")
-    poster_secret = _endpoint(client, market.poster, "/poster")
-    opener_secret = _endpoint(client, market.opener, "/opener")
+    accept(challenge_server, "/poster")
+    accept(challenge_server, "/opener")
+    poster_secret = set_endpoint(client, market.poster, "/poster")
+    opener_secret = set_endpoint(client, market.opener, "/opener")
     thread = open_thread(client, market.opener, market.listing_id).json()
     assert offer(client, market.poster, thread["id"], "3 days").status_code == 200
     assert offer(client, market.opener, thread["id"], "3 days, agreed").status_code == 200
@@ -140,10 +106,10 @@ def test_a_deal_s_events_reach_both_sides_signed(app, client, challenge_server, 
         client.post(f"/v1/deals/{deal_id}/dispute", headers=market.poster.headers).status_code
         == 201
     )
-    assert _deliver(app).startswith("delivered 7 webhook events")
+    assert deliver(app).startswith("delivered 7 webhook events")
 
-    to_poster = _received(challenge_server, poster_secret, "/poster")
-    to_opener = _received(challenge_server, opener_secret, "/opener")
+    to_poster = deliveries(challenge_server, poster_secret, "/poster")
+    to_opener = deliveries(challenge_server, opener_secret, "/opener")
     # In order per thread and per deal (the two go side by side).
     assert _types(to_poster, "thread") == ["thread.opened", "thread.offer"]
     assert _types(to_poster, "deal") == ["deal.sealed", "deal.rated"]
@@ -160,7 +126,7 @@ def test_a_deal_s_events_reach_both_sides_signed(app, client, challenge_server, 
         for agent in (market.poster, market.opener):
             assert agent.account_id not in text
     # Delivered once: a second run has nothing to send.
-    assert _deliver(app).startswith("delivered 0")
+    assert deliver(app).startswith("delivered 0")
 
 
 def test_an_account_without_an_endpoint_gets_no_events(app, client, market):
@@ -171,36 +137,36 @@ def test_an_account_without_an_endpoint_gets_no_events(app, client, market):
 
 def test_a_receiver_that_was_down_gets_every_event_in_order(app, client, challenge_server, market):
     challenge_server.answer(HOOK, Answer(status=503))
-    secret = _endpoint(client, market.poster)
+    secret = set_endpoint(client, market.poster)
     thread = open_thread(client, market.opener, market.listing_id).json()
     offer(client, market.poster, thread["id"], "first")
     offer(client, market.opener, thread["id"], "second")
     offer(client, market.poster, thread["id"], "third")
     offer(client, market.opener, thread["id"], "fourth")
     # Down: only the thread's first event is tried (the rest wait behind it), and retried later.
-    assert "delivered 0 webhook events, 1 attempts failed" in _deliver(app)
-    assert _deliver(app).startswith("delivered 0 webhook events, 0")  # backing off
+    assert "delivered 0 webhook events, 1 attempts failed" in deliver(app)
+    assert deliver(app).startswith("delivered 0 webhook events, 0")  # backing off
     clock.advance(timedelta(seconds=11))
-    assert "1 attempts failed" in _deliver(app)
+    assert "1 attempts failed" in deliver(app)
     with app.state.db.reader() as session:
         head = session.scalars(select(WebhookEvent).order_by(WebhookEvent.sequence)).first()
         assert head.attempts == 2 and "503" in head.last_error
     # Back up: after the backoff every event goes, in order, in one run.
     refused = len(challenge_server.seen)
-    _ok(challenge_server)
+    accept(challenge_server)
     clock.advance(timedelta(seconds=21))
-    assert _deliver(app).startswith("delivered 3 webhook events")
-    received = _received(challenge_server, secret, since=refused)
+    assert deliver(app).startswith("delivered 3 webhook events")
+    received = deliveries(challenge_server, secret, since=refused)
     assert [e["type"] for e in received] == ["thread.opened", "thread.offer", "thread.offer"]
     assert [e["data"]["diff"] for e in received[1:]] == ["second", "fourth"]
 
 
 def test_competing_and_expired_threads_tell_their_openers(app, client, challenge_server, market):
-    _ok(challenge_server, "/rival")
-    _ok(challenge_server, "/opener")
+    accept(challenge_server, "/rival")
+    accept(challenge_server, "/opener")
     rival = trader(app, client)
-    rival_secret = _endpoint(client, rival, "/rival")
-    opener_secret = _endpoint(client, market.opener, "/opener")
+    rival_secret = set_endpoint(client, rival, "/rival")
+    opener_secret = set_endpoint(client, market.opener, "/opener")
     won = open_thread(client, market.opener, market.listing_id).json()
     lost = open_thread(client, rival, market.listing_id).json()
     offer(client, market.poster, won["id"], "deal")
@@ -210,39 +176,39 @@ def test_competing_and_expired_threads_tell_their_openers(app, client, challenge
         headers={**market.poster.headers, "Idempotency-Key": new_key()},
     )
     assert sealed.status_code == 201
-    _deliver(app)
-    (closed,) = _received(challenge_server, rival_secret, "/rival")
+    deliver(app)
+    (closed,) = deliveries(challenge_server, rival_secret, "/rival")
     assert closed["type"] == "thread.auto_closed"
     assert (
         closed["data"]["thread_id"] == lost["id"] and closed["data"]["reason"] == "sealed_elsewhere"
     )
-    assert [e["type"] for e in _received(challenge_server, opener_secret, "/opener")] == [
+    assert [e["type"] for e in deliveries(challenge_server, opener_secret, "/opener")] == [
         "thread.offer",
         "deal.sealed",
     ]
 
 
 def test_an_expired_thread_tells_both_parties(app, client, challenge_server, market):
-    _ok(challenge_server)
-    secret = _endpoint(client, market.opener)
+    accept(challenge_server)
+    secret = set_endpoint(client, market.opener)
     thread = open_thread(client, market.opener, market.listing_id).json()
     clock.advance(timedelta(days=8))
     assert run_job(app.state.db, app.state.settings, "expire-threads") == (
         "closed 1 threads past their life"
     )
-    _deliver(app)
-    (event,) = _received(challenge_server, secret)
+    deliver(app)
+    (event,) = deliveries(challenge_server, secret)
     assert event["type"] == "thread.auto_closed"
     assert event["data"]["thread_id"] == thread["id"] and event["data"]["reason"] == "expired"
 
 
 def test_a_closed_thread_tells_the_other_party(app, client, challenge_server, market):
-    _ok(challenge_server)
-    secret = _endpoint(client, market.opener)
+    accept(challenge_server)
+    secret = set_endpoint(client, market.opener)
     thread = open_thread(client, market.opener, market.listing_id).json()
     assert close(client, market.poster, thread["id"]).status_code == 200
-    _deliver(app)
-    (event,) = _received(challenge_server, secret)
+    deliver(app)
+    (event,) = deliveries(challenge_server, secret)
     assert event["type"] == "thread.closed" and event["data"]["status"] == "rejected"
 
 
@@ -256,11 +222,11 @@ def test_a_failed_delivery_is_retried_with_backoff_and_given_up_at_last(
 
     monkeypatch.setattr(delivery, "MAX_ATTEMPTS", 3)
     challenge_server.answer(HOOK, answer)
-    _endpoint(client, market.poster)
+    set_endpoint(client, market.poster)
     open_thread(client, market.opener, market.listing_id)
     for wait in (0, 11, 21):
         clock.advance(timedelta(seconds=wait))
-        _deliver(app)
+        deliver(app)
     with app.state.db.reader() as session:
         (event,) = session.scalars(select(WebhookEvent)).all()
     assert event.attempts == 3 and event.failed_at is not None and event.delivered_at is None

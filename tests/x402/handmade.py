@@ -6,8 +6,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from tests.x402.conftest import CAIP2, NETWORK, PAY_TO, USDC
-from tests.x402.wallet import Wallet, sign_authorization, v1_header, v2_header
+from tests.support.x402 import CAIP2, NETWORK, PAY_TO, USDC
+from tests.support.x402_wallet import Wallet, sign_authorization, v1_header, v2_header
 
 TIER = 5_000_000  # the first offer: 10 packs
 OTHER = "0x" + "7b" * 20

@@ -9,7 +9,6 @@ import asyncio
 import re
 import threading
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -39,14 +38,13 @@ from x402.schemas import (
     VerifyResponse,
 )
 
-from tests.x402.facilitator import (
+from tests.support.x402_facilitator import (
     INVALID_NETWORK,
     INVALID_PAYLOAD,
     INVALID_X402_VERSION,
     LocalFacilitator,
-    local_facilitator,
 )
-from tests.x402.wallet import (
+from tests.support.x402_wallet import (
     Wallet,
     decode_header,
     pay_v1,
@@ -63,12 +61,6 @@ AMOUNT = 1_500_000
 RESOURCE = "https://broker.test/v1/credits/x402"
 V1_NETWORK, V2_NETWORK = "base-sepolia", "eip155:84532"
 TX_HASH = re.compile(r"0x[0-9a-f]{64}")
-
-
-@pytest.fixture
-def facilitator() -> Iterator[LocalFacilitator]:
-    with local_facilitator() as running:
-        yield running
 
 
 # --- helpers ---------------------------------------------------------------------------

@@ -15,8 +15,8 @@ from typer.testing import CliRunner
 
 from agent_broker.cli import app as cli
 from agent_broker.ledger.models import JournalEntry
-from tests.helpers import assert_problem
-from tests.x402.conftest import (
+from tests.support.http import assert_problem
+from tests.support.x402 import (
     CAIP2,
     NETWORK,
     challenge_of,
@@ -25,9 +25,9 @@ from tests.x402.conftest import (
     v2_payment,
     x402_rows,
 )
-from tests.x402.facilitator import LocalFacilitator
+from tests.support.x402_facilitator import LocalFacilitator
+from tests.support.x402_wallet import Wallet
 from tests.x402.handmade import signed, wrap
-from tests.x402.wallet import Wallet
 
 HEADERS = {1: "X-PAYMENT", 2: "PAYMENT-SIGNATURE"}
 
@@ -110,9 +110,11 @@ def test_a_verified_payer_other_than_the_authorizations_settles_nothing(
 @pytest.mark.parametrize(
     ("knob", "value", "named"),
     [
-        ("settle_payer", Wallet().address, "payer"),
-        ("settle_network", "eip155:8453", "network"),
-        ("settle_amount", "500000", "amount"),
+        # Ids of their own: a fresh address would name the test differently in each
+        # process, and parallel runs (pytest-xdist) need every worker to collect alike.
+        pytest.param("settle_payer", Wallet().address, "payer", id="payer"),
+        pytest.param("settle_network", "eip155:8453", "network", id="network"),
+        pytest.param("settle_amount", "500000", "amount", id="amount"),
     ],
 )
 @pytest.mark.parametrize("version", [1, 2])

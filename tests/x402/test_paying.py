@@ -15,23 +15,25 @@ from sqlalchemy import select
 
 from agent_broker.ledger.models import JournalEntry
 from agent_broker.pricing import PACK_MICRO
-from tests.helpers import assert_problem, new_key, register
-from tests.http.test_auth_policy import PAYABLE as PAYABLE_OPERATIONS
-from tests.listings.conftest import LISTING
-from tests.x402.conftest import (
-    BASE,
+from tests.support.accounts import balance, read_account, register
+from tests.support.http import assert_problem, new_key
+from tests.support.market import LISTING
+from tests.support.settings import PUBLIC_BASE_URL as BASE
+from tests.support.x402 import (
     CAIP2,
     NETWORK,
     PAY_TO,
+    PAYABLE_OPERATIONS,
     USDC,
     challenge_of,
     count_accounts,
+    new_account_key,
     receipt,
     v1_payment,
     v2_payment,
     x402_rows,
 )
-from tests.x402.wallet import Wallet, pay_v1
+from tests.support.x402_wallet import Wallet, pay_v1
 
 PAYABLE = sorted(PAYABLE_OPERATIONS)
 SOME_ID = "0b4e7c1e-2f0a-4d8e-9a51-6f2d3c4b5a69"
@@ -42,12 +44,6 @@ def _concrete(path: str) -> str:
     for name in ("{listing_id}", "{thread_id}", "{deal_id}"):
         path = path.replace(name, SOME_ID)
     return path
-
-
-def _account(client: TestClient, key: str) -> dict:
-    response = client.get("/v1/account", headers={"x-api-key": key})
-    assert response.status_code == 200, response.text
-    return response.json()
 
 
 @pytest.mark.parametrize(("method", "path"), PAYABLE)
@@ -116,7 +112,7 @@ def test_a_new_wallet_pays_for_the_feed_with_v2_and_gets_an_account(app, client,
     assert settled["transaction"] == facilitator.settled[0]["transaction"]
     assert settled["payer"].lower() == wallet.address.lower()
 
-    account = _account(client, opened["api_key"])
+    account = read_account(client, {"x-api-key": opened["api_key"]})
     assert account["account_id"] == opened["account_id"]
     assert account["handle"] == opened["handle"]
     assert account["balance_micro"] == 10 * PACK_MICRO
@@ -146,7 +142,7 @@ def test_a_new_wallet_pays_for_a_listing_with_v1_and_the_listing_is_posted(app, 
     key = listing["new_account"]["api_key"]
     assert receipt(posted)["success"] is True
     # The posting fee came out of what the payment bought.
-    account = _account(client, key)
+    account = read_account(client, {"x-api-key": key})
     assert account["balance_micro"] == 10 * PACK_MICRO - 100_000
     mine = client.get("/v1/listings/mine", headers={"x-api-key": key}).json()
     assert [item["id"] for item in mine["listings"]] == [listing["id"]]
@@ -161,7 +157,7 @@ def test_the_key_is_returned_even_when_the_paid_call_is_refused(app, client):
     )
     body = assert_problem(refused, 400, "invalid_input")
     key = body["new_account"]["api_key"]
-    assert _account(client, key)["balance_micro"] == 10 * PACK_MICRO
+    assert read_account(client, {"x-api-key": key})["balance_micro"] == 10 * PACK_MICRO
 
 
 def test_a_replayed_idempotent_answer_never_carries_the_key_again(client):
@@ -193,7 +189,7 @@ def test_a_known_wallet_pays_again_into_the_same_account_without_a_new_key(app, 
     assert "new_account" not in second.json()
     assert receipt(second)["success"] is True
     assert count_accounts(app) == accounts
-    assert _account(client, key)["balance_micro"] == (1 + 100) * PACK_MICRO
+    assert read_account(client, {"x-api-key": key})["balance_micro"] == (1 + 100) * PACK_MICRO
 
 
 def test_x402s_default_client_pays_the_single_pack_within_its_spend_cap(client):
@@ -208,7 +204,7 @@ def test_x402s_default_client_pays_the_single_pack_within_its_spend_cap(client):
     payment = encode_payment_signature_header(payer.create_payment_payload(required))
     paid = client.get("/v1/feed", headers={"PAYMENT-SIGNATURE": payment})
     assert paid.status_code == 200, paid.text
-    assert _account(client, paid.json()["new_account"]["api_key"])["balance_micro"] == PACK_MICRO
+    assert balance(client, new_account_key(paid)) == PACK_MICRO
 
 
 def test_an_authenticated_call_ignores_nothing_and_needs_no_payment(client):

@@ -10,10 +10,10 @@ from typer.testing import CliRunner
 
 from agent_broker.cli import app as cli
 from agent_broker.http.outbound import OutboundRefused
-from tests.helpers import assert_problem
-from tests.x402.conftest import count_accounts, v1_payment, x402_rows
-from tests.x402.facilitator import LocalFacilitator
-from tests.x402.wallet import Wallet
+from tests.support.http import assert_problem
+from tests.support.x402 import count_accounts, v1_payment, x402_rows
+from tests.support.x402_facilitator import LocalFacilitator
+from tests.support.x402_wallet import Wallet
 
 
 def test_an_unknown_settlement_credits_nothing_and_is_listed(

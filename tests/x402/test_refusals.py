@@ -21,15 +21,12 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 from agent_broker.accounts.service import disable_key
-from tests.helpers import assert_problem, fund, new_key, register, wait_until
-from tests.listings.conftest import LISTING
-from tests.x402.conftest import (
-    count_accounts,
-    v1_payment,
-    v2_payment,
-    x402_rows,
-)
-from tests.x402.facilitator import LocalFacilitator
+from tests.support.accounts import balance, fund, register
+from tests.support.http import assert_problem, new_key, wait_until
+from tests.support.market import LISTING
+from tests.support.x402 import count_accounts, new_account_key, v1_payment, v2_payment, x402_rows
+from tests.support.x402_facilitator import LocalFacilitator
+from tests.support.x402_wallet import Wallet, decode_header
 from tests.x402.handmade import (
     HEADER,
     OTHER,
@@ -42,7 +39,6 @@ from tests.x402.handmade import (
     signed,
     wrap,
 )
-from tests.x402.wallet import Wallet, decode_header
 
 # --- helpers ---------------------------------------------------------------------------
 
@@ -68,14 +64,6 @@ def assert_nothing_written(app: FastAPI, facilitator: LocalFacilitator, accounts
     assert count_accounts(app) == accounts
     assert x402_rows(app) == []
     assert facilitator.settled == [] and "/settle" not in paths(facilitator)
-
-
-def balance(client: TestClient | httpx.Client, paid: httpx.Response) -> int:
-    """The balance of the account a first payment opened, read with its new key."""
-    key = paid.json()["new_account"]["api_key"]
-    response = client.get("/v1/account", headers={"x-api-key": key})
-    assert response.status_code == 200, response.text
-    return response.json()["balance_micro"]
 
 
 # --- tampered authorizations -------------------------------------------------------------
@@ -146,7 +134,7 @@ def test_a_settled_payment_presented_again_is_a_replay(app, client, facilitator,
 
     assert paths(facilitator) == ["/verify", "/settle"]
     assert len(facilitator.settled) == len(x402_rows(app)) == count_accounts(app) == 1
-    assert balance(client, paid) == TIER
+    assert balance(client, new_account_key(paid)) == TIER
 
 
 @pytest.mark.parametrize(("first", "again"), [(1, 2), (2, 1)], ids=["v1-then-v2", "v2-then-v1"])
@@ -160,7 +148,7 @@ def test_an_authorization_rewrapped_as_the_other_version_is_a_replay(
     assert_problem(client.get("/v1/feed", headers=wrap(again, inner)), 409, "x402_payment_replay")
 
     assert len(facilitator.settled) == len(x402_rows(app)) == count_accounts(app) == 1
-    assert balance(client, paid) == TIER
+    assert balance(client, new_account_key(paid)) == TIER
 
 
 def test_ten_replays_at_once_settle_and_credit_once(app, live_server, facilitator):
@@ -183,7 +171,7 @@ def test_ten_replays_at_once_settle_and_credit_once(app, live_server, facilitato
     (winner,) = [r for r in responses if r.status_code == 200]
     assert len(facilitator.settled) == len(x402_rows(app)) == count_accounts(app) == 1
     with httpx.Client(base_url=live_server, timeout=60) as http:
-        assert balance(http, winner) == TIER
+        assert balance(http, new_account_key(winner)) == TIER
 
 
 # --- a failing facilitator ----------------------------------------------------------------
@@ -217,7 +205,7 @@ def test_a_refused_settlement_is_402_and_the_authorization_stays_usable(
     paid = client.get("/v1/feed", headers=headers)
     assert paid.status_code == 200, paid.text
     assert len(facilitator.settled) == len(x402_rows(app)) == count_accounts(app) == 1
-    assert balance(client, paid) == TIER
+    assert balance(client, new_account_key(paid)) == TIER
 
 
 def test_a_stalled_facilitator_holds_no_database_lock(app, live_server, facilitator):

@@ -11,11 +11,11 @@ from contextlib import contextmanager
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
-from tests.helpers import assert_problem
-from tests.x402.conftest import v1_payment, x402_rows
-from tests.x402.facilitator import LocalFacilitator
+from tests.support.http import assert_problem
+from tests.support.x402 import v1_payment, x402_rows
+from tests.support.x402_facilitator import LocalFacilitator
+from tests.support.x402_wallet import Wallet
 from tests.x402.handmade import signed, wrap
-from tests.x402.wallet import Wallet
 
 
 @contextmanager

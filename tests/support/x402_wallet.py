@@ -24,7 +24,7 @@ from x402.mechanisms.evm.constants import SCHEME_EXACT
 from x402.mechanisms.evm.exact.register import register_exact_evm_client
 from x402.schemas import PaymentRequired, PaymentRequiredV1, PaymentRequirementsV1
 
-from tests.x402.facilitator import chain_id_of, transfer_typed_data
+from tests.support.x402_facilitator import chain_id_of, transfer_typed_data
 
 
 @dataclass(frozen=True)

@@ -1,16 +1,13 @@
-"""Builders for accounts and common requests, shared by the tests."""
+"""Accounts as tests make and read them: registration, a complete profile, credit through
+the ledger, and the account's own view of itself (GET /v1/account)."""
 
 from __future__ import annotations
 
-import socket
-import threading
-import time
-import uuid
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
-import uvicorn
+import httpx
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from sqlalchemy import bindparam, insert
@@ -44,7 +41,7 @@ class Agent:
         return {"x-api-key": self.api_key}
 
 
-def register(client: TestClient, **headers: str) -> Agent:
+def register(client: TestClient | httpx.Client, **headers: str) -> Agent:
     response = client.post("/v1/account/register", json={"accepted_terms": True}, headers=headers)
     assert response.status_code == 201, response.text
     body = response.json()
@@ -82,49 +79,39 @@ def fund(app: FastAPI, account_id: str, amount_micro: int, *, real_money: bool =
         session.commit()
 
 
-def wait_until(condition: Callable[[], bool], what: str, timeout: float = 20.0) -> None:
-    """Poll `condition` until it holds; fail naming `what` after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting until {what}")
-        time.sleep(0.01)
+PROFILE = "/v1/account/profile"
 
 
-def new_key() -> str:
-    return str(uuid.uuid4())
+def profile(client: TestClient, agent: Agent) -> dict[str, Any]:
+    """GET /v1/account/profile: what the agent has declared and what is missing."""
+    response = client.get(PROFILE, headers=agent.headers)
+    assert response.status_code == 200, response.text
+    return response.json()
 
 
-def assert_problem(response, status: int, reason: str) -> dict:  # type: ignore[no-untyped-def]
-    assert response.status_code == status, response.text
-    assert response.headers["content-type"].startswith("application/problem+json")
-    body = response.json()
-    assert body["status"] == status
-    assert body["reason"] == reason
-    assert body["type"].endswith("/" + reason)
-    assert body["title"]
-    assert body["detail"]
-    return body
+def read_account(
+    client: TestClient | httpx.Client, who: Agent | Mapping[str, str]
+) -> dict[str, Any]:
+    """GET /v1/account for an agent, or with the given credential headers."""
+    headers = who.headers if isinstance(who, Agent) else dict(who)
+    response = client.get("/v1/account", headers=headers)
+    assert response.status_code == 200, response.text
+    return response.json()
 
 
-@contextmanager
-def serving(app: FastAPI) -> Iterator[tuple[str, int]]:
-    """The app served by a real uvicorn on a free loopback port: (base URL, port)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    server = uvicorn.Server(
-        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        if time.monotonic() > deadline:
-            raise RuntimeError("live server did not start")
-        time.sleep(0.02)
-    try:
-        yield f"http://127.0.0.1:{port}", port
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
+def balance(client: TestClient | httpx.Client, who: Agent | Mapping[str, str]) -> int:
+    return read_account(client, who)["balance_micro"]
+
+
+def balance_and_held(client: TestClient, agent: Agent) -> tuple[int, int]:
+    """(balance, held) in one read: what a hold moves between."""
+    body = read_account(client, agent)
+    return body["balance_micro"], body["held_micro"]
+
+
+def funded(client: TestClient, agent: Agent) -> bool:
+    return read_account(client, agent)["reputation"]["funded"]
+
+
+def handle_of(client: TestClient, agent: Agent) -> str:
+    return read_account(client, agent)["handle"]

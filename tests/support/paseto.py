@@ -12,6 +12,10 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 HEADER = b"v4.public."
 
+# RFC 8032 section 7.1, test 1: a known Ed25519 key pair.
+RFC8032_SEED_HEX = "9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60"
+RFC8032_PUBLIC_HEX = "d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a"
+
 
 def le64(n: int) -> bytes:
     return (n & ~(1 << 63)).to_bytes(8, "little")

@@ -1,8 +1,9 @@
-"""Helpers for the hash-chain tests: journal rows, sealer runs, and tampering with the
-database as a malicious DBA would (dropping the append-only triggers first)."""
+"""Helpers for the hash-chain tests: journal rows, sealer runs, the stored verdict, and
+tampering with the database as a malicious DBA would (dropping the append-only triggers first)."""
 
 from __future__ import annotations
 
+import json
 import uuid
 from datetime import timedelta
 
@@ -122,3 +123,23 @@ def tamper(app: FastAPI, *statements: str, **params: object) -> None:
 
 def problems_named(run_problems) -> list[tuple[int | None, str]]:  # type: ignore[no-untyped-def]
     return [(p.sequence, p.kind) for p in run_problems]
+
+
+def stored_verdict(app: FastAPI) -> str | None:
+    """The verdict document as stored (ledger_verdicts), None before the first."""
+    with app.state.db.reader() as session:
+        return session.scalar(text("SELECT document FROM ledger_verdicts"))
+
+
+def verdict(app: FastAPI) -> dict:
+    """The stored verdict, parsed."""
+    raw = stored_verdict(app)
+    assert raw is not None, "no verdict stored yet"
+    return json.loads(raw)
+
+
+def store_verdict(app: FastAPI, document: object) -> None:
+    """Overwrite the stored verdict with `document` (JSON unless already text)."""
+    raw = document if isinstance(document, str) else json.dumps(document)
+    with app.state.db.engine.begin() as conn:
+        conn.execute(text("UPDATE ledger_verdicts SET document = :d WHERE id = 1"), {"d": raw})

@@ -1,1 +1,0 @@
-from tests.listings.conftest import seller  # noqa: F401 - fixture

@@ -9,7 +9,18 @@ statement and begins the transaction on it itself (BEGIN IMMEDIATE for SQLite's 
 BEGIN DEFERRED for its readers; psycopg begins by itself). When ORM work follows
 (session.execute, session.get, a flush, a savepoint), the session binds to a Connection
 wrapped around that same DBAPI connection, so every statement of the session runs in the
-one transaction. Code that needs the engine reads `session.bind`, not get_bind()."""
+one transaction. Code that needs the engine reads `session.bind`, not get_bind().
+
+A transaction that ran only prepared statements tells the session's listeners what the
+ORM's would (docs/decisions.md, "Session events from light sessions"): `after_commit` and
+`after_rollback` (whose listeners take only the session) are dispatched by the light
+session itself, once its DBAPI connection has committed or rolled back; a listener of an
+event that hands over the ORM's transaction or connection (`after_begin`, `before_commit`,
+`after_transaction_create`, `after_transaction_end`, `after_soft_rollback`) makes the
+session begin the ORM's transaction on its connection as the transaction begins, and
+SQLAlchemy tells them all. Whenever the ORM's transaction is there, the session leaves
+every event to it, so none is told twice. Without listeners this costs a look at the
+dispatch's listener lists per transaction."""
 
 from __future__ import annotations
 
@@ -21,24 +32,42 @@ from sqlalchemy.orm import Session
 from sqlalchemy.pool import PoolProxiedConnection
 
 from agent_broker.db import libpq
+from agent_broker.db import sqlalchemy_internals as internals
 from agent_broker.db.group_commit import GroupCommit
 
 
 def as_sqlalchemy_error(dialect: Any, statement: str, error: Exception) -> sa_exc.DBAPIError:
     """A driver error as SQLAlchemy raises it through a Connection (IntegrityError,
     OperationalError...), its parameters hidden."""
-    return sa_exc.DBAPIError.instance(
-        statement,
-        None,
-        error,
-        dialect.loaded_dbapi.Error,
-        hide_parameters=True,
-        dialect=dialect,
-        ismulti=False,
-    )
+    return internals.dbapi_error(dialect, statement, error)
+
+
+# The session events a light session looks for listeners of, by what it does when it finds
+# one: "orm", those whose listeners take the ORM's transaction or connection, or run
+# where the ORM runs them (a before_commit listener may add objects for the commit to
+# flush); "commit" and "rollback", those it tells itself.
+_EVENTS = {
+    "orm": (
+        "after_begin",
+        "after_transaction_create",
+        "after_transaction_end",
+        "after_soft_rollback",
+        "before_commit",
+    ),
+    "commit": ("after_commit",),
+    "rollback": ("after_rollback",),
+}
 
 
 class LightSession(Session):
+    # Per session class (each sessionmaker makes its own): a key of _EVENTS -> the lists of
+    # those events' listeners that SQLAlchemy keeps (sqlalchemy_internals).
+    _listener_lists: dict[str, tuple[Any, ...]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._listener_lists = {}
+
     def __init__(self, *, bind: Engine, begin_sql: str | None, **options: Any) -> None:
         super().__init__(bind=bind, **options)
         self.dialect = bind.dialect
@@ -57,6 +86,18 @@ class LightSession(Session):
 
     def dbapi_connection(self) -> Any:
         """The DBAPI connection of this session's transaction, begun if need be."""
+        if self._begun:
+            return self._pooled.dbapi_connection  # type: ignore[union-attr]
+        dbapi_connection = self._begin()
+        if self._listened("orm"):
+            # Its listeners take the ORM's transaction and connection: begin them now, and
+            # SQLAlchemy tells every listener from here on (the module's docstring).
+            self.connection()
+        return dbapi_connection
+
+    def _begin(self) -> Any:
+        """Check out the connection and begin the transaction on it, if not yet done; no
+        listener is told (the ORM's transaction does that when ORM work begins it)."""
         try:
             if self._pooled is None:
                 group = self.group
@@ -90,15 +131,26 @@ class LightSession(Session):
         if self.queued:
             self.send_queued()
         if self._orm_bind is None:
-            self.dbapi_connection()
+            self._begin()
             assert self._pooled is not None
-            self._orm_bind = Connection(self.bind, connection=self._pooled)
+            self._orm_bind = internals.connection_around(self.bind, self._pooled)
         return self._orm_bind
 
     def _has_orm_work(self) -> bool:
-        return self.in_transaction() or bool(
-            self._new or self._deleted or self.identity_map._modified
-        )
+        return self.in_transaction() or internals.has_unflushed_changes(self)
+
+    def _listened(self, events: str) -> bool:
+        """Whether a listener of any of these session events (a key of _EVENTS) would be
+        told: read from the lists SQLAlchemy keeps, which costs a fraction of asking the
+        session's dispatch (this runs for every transaction)."""
+        if internals.has_own_dispatch(self):
+            dispatch = self.dispatch
+            return any(getattr(dispatch, name) for name in _EVENTS[events])
+        lists = self._listener_lists.get(events)
+        if lists is None:
+            lists = internals.class_listener_lists(type(self), _EVENTS[events])
+            self._listener_lists[events] = lists
+        return any(lists)
 
     def _drop_if_lost(self) -> None:
         """A connection closed in the middle of its transaction (agent_broker.db.libpq
@@ -128,18 +180,29 @@ class LightSession(Session):
         if self._has_orm_work():
             if self._orm_bind is not None:
                 # The ORM commits that connection itself: what is queued must go first.
-                # (Without one, its transaction only tells the after_commit listeners, and
-                # the queued statements go with the COMMIT below.)
+                # (Without one, its transaction only tells the listeners, and the queued
+                # statements go with the COMMIT below.)
                 self.send_queued()
-            super().commit()  # flushes, commits the connection, tells after_commit listeners
+            super().commit()  # flushes, commits the connection, tells the listeners
+            self._end_pooled(True)
+            return
+        prepared_only = self._begun
         self._end_pooled(True)
+        if prepared_only and self._listened("commit"):
+            # Committed with no ORM transaction to tell the listeners: tell them here.
+            self.dispatch.after_commit(self)
 
     def rollback(self) -> None:
+        prepared_only = self._begun and not self.in_transaction()
         if self._begun and self.on_libpq:
             self._drop_if_lost()
         if self.in_transaction():
-            super().rollback()
+            super().rollback()  # tells the listeners
         self._end_pooled(False)
+        if prepared_only and self._listened("rollback"):
+            # Lost with its connection or rolled back: either way it is over, as the ORM
+            # tells of a transaction whose connection was invalidated.
+            self.dispatch.after_rollback(self)
 
     def close(self) -> None:
         try:

@@ -6,7 +6,6 @@ together with the account's valid API key."""
 from dataclasses import dataclass
 
 from fastapi import Request
-from fastapi.security.utils import get_authorization_scheme_param
 from sqlalchemy.orm import Session
 
 from agent_broker import clock
@@ -14,6 +13,7 @@ from agent_broker.accounts import credentials, identities
 from agent_broker.accounts.caller import CredentialKind
 from agent_broker.db.dispatch import run
 from agent_broker.db.session import transaction
+from agent_broker.http.fastapi_internals import get_authorization_scheme_param
 from agent_broker.http.jwt_bearer import InvalidToken
 from agent_broker.problems import ApiKeyDisabled, Unauthorized
 

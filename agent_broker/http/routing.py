@@ -15,14 +15,18 @@ from collections.abc import Callable, Coroutine, Sequence
 from typing import Any
 
 from fastapi import APIRouter, FastAPI, Request, Response
-from fastapi.dependencies.models import Dependant
 from fastapi.routing import APIRoute
-from starlette._exception_handler import wrap_app_handling_exceptions
 from starlette.routing import BaseRoute, Host, Match
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from agent_broker.db.session import TRANSACTIONS, RequestTransactions
+from agent_broker.http.fastapi_internals import Dependant, included_router
 from agent_broker.http.handler import Handler, Unplanned, planned_handler
+from agent_broker.http.starlette_internals import (
+    enter_router_through,
+    router_matching,
+    wrap_app_handling_exceptions,
+)
 
 _Key = tuple[str, ...]
 
@@ -99,11 +103,11 @@ def include_flat(app: FastAPI, routers: Sequence[APIRouter]) -> None:
         app.include_router(router)
     flat: list[BaseRoute] = []
     for route in app.router.routes:
-        original = getattr(route, "original_router", None)
-        if original is None:
+        included = included_router(route)
+        if included is None:
             flat.append(route)
             continue
-        context = route.include_context  # type: ignore[attr-defined]
+        original, context = included
         if context.prefix or context.dependencies:
             raise ValueError("a router included with a prefix or dependencies cannot be flat")
         for included in original.routes:
@@ -138,7 +142,7 @@ class IndexedDispatch:
 
     def __init__(self, router: APIRouter) -> None:
         self.router = router
-        self._scan = router.app
+        self._scan = router_matching(router)
         self._built_for: int = -1
         self._by_two: dict[_Key, list[BaseRoute]] = {}
         self._by_one: dict[str, list[BaseRoute]] = {}
@@ -199,4 +203,4 @@ def broker_router(**options: Any) -> APIRouter:
 def index_routes(app: FastAPI) -> None:
     """Route the app's requests through the index (after every route is added; a route
     added later is picked up on the next request, by count)."""
-    app.router.middleware_stack = IndexedDispatch(app.router)
+    enter_router_through(app.router, IndexedDispatch(app.router))

@@ -19,8 +19,9 @@ event that hands over the ORM's transaction or connection (`after_begin`, `befor
 `after_transaction_create`, `after_transaction_end`, `after_soft_rollback`) makes the
 session begin the ORM's transaction on its connection as the transaction begins, and
 SQLAlchemy tells them all. Whenever the ORM's transaction is there, the session leaves
-every event to it, so none is told twice. Without listeners this costs a look at the
-dispatch's listener lists per transaction."""
+every event to it, so none is told twice. The listeners are looked for as a transaction
+begins (one registered later hears from the next transaction on), in the lists SQLAlchemy
+keeps per session class: without listeners that look is all it costs."""
 
 from __future__ import annotations
 
@@ -42,31 +43,29 @@ def as_sqlalchemy_error(dialect: Any, statement: str, error: Exception) -> sa_ex
     return internals.dbapi_error(dialect, statement, error)
 
 
-# The session events a light session looks for listeners of, by what it does when it finds
-# one: "orm", those whose listeners take the ORM's transaction or connection, or run
-# where the ORM runs them (a before_commit listener may add objects for the commit to
-# flush); "commit" and "rollback", those it tells itself.
-_EVENTS = {
-    "orm": (
-        "after_begin",
-        "after_transaction_create",
-        "after_transaction_end",
-        "after_soft_rollback",
-        "before_commit",
-    ),
-    "commit": ("after_commit",),
-    "rollback": ("after_rollback",),
-}
+# Session events whose listeners take the ORM's transaction or connection, or run where
+# the ORM runs them (a before_commit listener may add objects for the commit to flush).
+_ORM_EVENTS = (
+    "after_begin",
+    "after_transaction_create",
+    "after_transaction_end",
+    "after_soft_rollback",
+    "before_commit",
+)
+# Session events a light session tells of itself, for a transaction the ORM was not in.
+_TOLD_EVENTS = ("after_commit", "after_rollback")
+# What the listeners there are when a transaction begins ask of it (LightSession._asked).
+_ORM, _TELL = "orm", "tell"
 
 
 class LightSession(Session):
-    # Per session class (each sessionmaker makes its own): a key of _EVENTS -> the lists of
-    # those events' listeners that SQLAlchemy keeps (sqlalchemy_internals).
-    _listener_lists: dict[str, tuple[Any, ...]] = {}
+    # Per session class (each sessionmaker makes its own): the lists SQLAlchemy keeps of
+    # the listeners of _ORM_EVENTS and of _TOLD_EVENTS, found once (sqlalchemy_internals).
+    _listener_lists: tuple[tuple[Any, ...], tuple[Any, ...]] | None = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        cls._listener_lists = {}
+        cls._listener_lists = None
 
     def __init__(self, *, bind: Engine, begin_sql: str | None, **options: Any) -> None:
         super().__init__(bind=bind, **options)
@@ -75,6 +74,9 @@ class LightSession(Session):
         self._begin_sql = begin_sql
         self._pooled: PoolProxiedConnection | None = None
         self._begun = False
+        # What the listeners of the session's events ask of the open transaction (_ORM,
+        # _TELL or None), read as it began.
+        self._asked: str | None = None
         self._orm_bind: Connection | None = None
         # A SQLite request writer's group commit (agent_broker.db.group_commit): its
         # connection and transaction are the group's, its own work a savepoint in it.
@@ -89,8 +91,8 @@ class LightSession(Session):
         if self._begun:
             return self._pooled.dbapi_connection  # type: ignore[union-attr]
         dbapi_connection = self._begin()
-        if self._listened("orm"):
-            # Its listeners take the ORM's transaction and connection: begin them now, and
+        if self._asked is _ORM:
+            # Listeners take the ORM's transaction and connection: begin them now, and
             # SQLAlchemy tells every listener from here on (the module's docstring).
             self.connection()
         return dbapi_connection
@@ -110,6 +112,7 @@ class LightSession(Session):
                 elif self._begin_sql is not None and not dbapi_connection.in_transaction:
                     dbapi_connection.execute(self._begin_sql)
                 self._begun = True
+                self._asked = self._listeners_ask()
         except self.dialect.loaded_dbapi.Error as error:
             raise as_sqlalchemy_error(self.dialect, self._begin_sql or "connect", error) from error
         return dbapi_connection
@@ -139,18 +142,25 @@ class LightSession(Session):
     def _has_orm_work(self) -> bool:
         return self.in_transaction() or internals.has_unflushed_changes(self)
 
-    def _listened(self, events: str) -> bool:
-        """Whether a listener of any of these session events (a key of _EVENTS) would be
-        told: read from the lists SQLAlchemy keeps, which costs a fraction of asking the
-        session's dispatch (this runs for every transaction)."""
-        if internals.has_own_dispatch(self):
+    def _listeners_ask(self) -> str | None:
+        """What the listeners of the session's events ask of a transaction beginning now:
+        the ORM's transaction (_ORM), to be told of its commit or rollback by the session
+        (_TELL), or nothing. Read from the lists SQLAlchemy keeps, a fraction of the cost
+        of asking the session's dispatch: this runs for every transaction."""
+        if internals.has_own_dispatch(self):  # listeners of this session alone, maybe
             dispatch = self.dispatch
-            return any(getattr(dispatch, name) for name in _EVENTS[events])
-        lists = self._listener_lists.get(events)
-        if lists is None:
-            lists = internals.class_listener_lists(type(self), _EVENTS[events])
-            self._listener_lists[events] = lists
-        return any(lists)
+            orm = any(getattr(dispatch, name) for name in _ORM_EVENTS)
+            told = any(getattr(dispatch, name) for name in _TOLD_EVENTS)
+        else:
+            lists = self._listener_lists
+            if lists is None:
+                cls = type(self)
+                lists = cls._listener_lists = (
+                    internals.class_listener_lists(cls, _ORM_EVENTS),
+                    internals.class_listener_lists(cls, _TOLD_EVENTS),
+                )
+            orm, told = any(lists[0]), any(lists[1])
+        return _ORM if orm else _TELL if told else None
 
     def _drop_if_lost(self) -> None:
         """A connection closed in the middle of its transaction (agent_broker.db.libpq
@@ -186,20 +196,20 @@ class LightSession(Session):
             super().commit()  # flushes, commits the connection, tells the listeners
             self._end_pooled(True)
             return
-        prepared_only = self._begun
+        told = self._begun and self._asked is _TELL
         self._end_pooled(True)
-        if prepared_only and self._listened("commit"):
+        if told:
             # Committed with no ORM transaction to tell the listeners: tell them here.
             self.dispatch.after_commit(self)
 
     def rollback(self) -> None:
-        prepared_only = self._begun and not self.in_transaction()
+        told = self._begun and self._asked is _TELL and not self.in_transaction()
         if self._begun and self.on_libpq:
             self._drop_if_lost()
         if self.in_transaction():
             super().rollback()  # tells the listeners
         self._end_pooled(False)
-        if prepared_only and self._listened("rollback"):
+        if told:
             # Lost with its connection or rolled back: either way it is over, as the ORM
             # tells of a transaction whose connection was invalidated.
             self.dispatch.after_rollback(self)

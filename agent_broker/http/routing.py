@@ -45,10 +45,17 @@ class BrokerRoute(APIRoute):
 
     Its handler is planned at startup (agent_broker.http.handler) when the route allows;
     FastAPI's own handler stays for the rest, and for a request made while the route's
-    dependency overrides are set."""
+    dependency overrides are set. The planned handler serves requests matched to the
+    route itself (include_flat); an app that includes the route's router as FastAPI does
+    (include_nested) serves it with FastAPI's handler."""
+
+    # Whether the route plans its handler (FastAPIHandledRoute does not).
+    plans_handler = True
 
     def __init__(self, path: str, endpoint: Callable[..., Any], **kwargs: Any) -> None:
         super().__init__(path, endpoint, **kwargs)
+        if not self.plans_handler:
+            return
         try:
             planned = planned_handler(self)
         except Unplanned:
@@ -77,6 +84,13 @@ class BrokerRoute(APIRoute):
         return in_request_transactions
 
 
+class FastAPIHandledRoute(BrokerRoute):
+    """A BrokerRoute served by FastAPI's own handler: the route class of an app's own
+    routes with BROKER_PLANNED_ROUTES off."""
+
+    plans_handler = False
+
+
 def _planned_app(handler: Handler, fastapi_app: ASGIApp, overrides: Any) -> ASGIApp:
     """What FastAPI's request_response does for a planned handler, without the two exit
     stacks it opens for dependencies with yield (a planned route has none)."""
@@ -99,22 +113,30 @@ def _planned_app(handler: Handler, fastapi_app: ASGIApp, overrides: Any) -> ASGI
 def include_flat(app: FastAPI, routers: Sequence[APIRouter]) -> None:
     """Include each router (its lifespan and bookkeeping as FastAPI does it), then put its
     routes in its place, so the app's route list holds routes only."""
-    for router in routers:
-        app.include_router(router)
+    include_nested(app, routers)
     flat: list[BaseRoute] = []
     for route in app.router.routes:
         included = included_router(route)
         if included is None:
             flat.append(route)
-            continue
-        original, context = included
-        if context.prefix or context.dependencies:
-            raise ValueError("a router included with a prefix or dependencies cannot be flat")
-        for included in original.routes:
-            if isinstance(included, APIRoute) and not isinstance(included, BrokerRoute):
-                raise TypeError(f"{included.path}: declare its router with route_class=BrokerRoute")
-        flat.extend(original.routes)
+        else:
+            flat.extend(included[0].routes)
     app.router.routes[:] = flat
+
+
+def include_nested(app: FastAPI, routers: Sequence[APIRouter]) -> None:
+    """Include each router as FastAPI does, matched and served by FastAPI itself
+    (BROKER_PLANNED_ROUTES off), after the checks include_flat needs too: no prefix or
+    dependencies at inclusion (a flat route carries its own), and routes that end their
+    request sessions (BrokerRoute)."""
+    for router in routers:
+        for route in router.routes:
+            if isinstance(route, APIRoute) and not isinstance(route, BrokerRoute):
+                raise TypeError(f"{route.path}: declare its router with route_class=BrokerRoute")
+        app.include_router(router)
+        included = included_router(app.router.routes[-1])
+        if included is not None and (included[1].prefix or included[1].dependencies):
+            raise ValueError("a router included with a prefix or dependencies cannot be flat")
 
 
 def _literal_segments(route: BaseRoute) -> _Key | None:

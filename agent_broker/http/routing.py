@@ -136,7 +136,10 @@ def include_nested(app: FastAPI, routers: Sequence[APIRouter]) -> None:
         app.include_router(router)
         included = included_router(app.router.routes[-1])
         if included is not None and (included[1].prefix or included[1].dependencies):
-            raise ValueError("a router included with a prefix or dependencies cannot be flat")
+            raise ValueError(
+                "a router included with a prefix or dependencies cannot be flat: "
+                "its routes carry their full paths and dependencies"
+            )
 
 
 def _literal_segments(route: BaseRoute) -> _Key | None:

@@ -22,13 +22,20 @@ from agent_broker.db.engine import create_database, jobs_database
 from agent_broker.deals.routes import router as deals_router
 from agent_broker.domains.routes import router as domains_router
 from agent_broker.http.body import BodyGuardMiddleware
+from agent_broker.http.fastapi_internals import served_routes
 from agent_broker.http.jwt_bearer import JwtVerifier, KeySetSource
 from agent_broker.http.outbound import OutboundClient, OutboundPolicy
 from agent_broker.http.policy import SECURITY_SCHEMES, security_requirements
 from agent_broker.http.rate_limits import RateLimiter
 from agent_broker.http.request_id import RequestContextMiddleware, RequestObserver
 from agent_broker.http.responses import finish_document
-from agent_broker.http.routing import BrokerRoute, include_flat, index_routes
+from agent_broker.http.routing import (
+    BrokerRoute,
+    FastAPIHandledRoute,
+    include_flat,
+    include_nested,
+    index_routes,
+)
 from agent_broker.jobs.runner import Scheduler
 from agent_broker.ledger.routes import router as ledger_router
 from agent_broker.ledger.verdict import latest_verdict_status
@@ -110,7 +117,7 @@ class BrokerAPI(FastAPI):
                 super().openapi(),
                 protocol_bindings=protocol_bindings(self.state.settings),
                 payable=self.state.payable if self.state.x402 is not None else (),
-                security=security_requirements(self.routes),
+                security=security_requirements(served_routes(self.routes)),
                 security_schemes=SECURITY_SCHEMES,
             )
         return self.openapi_schema
@@ -168,7 +175,7 @@ def create_app(settings: Settings | None = None, *, run_jobs: bool | None = None
         telemetry={"tracing": False, "metrics": False, "logs": False},
     )
     # Routes declared on the app itself (tests, extensions) end their sessions like the rest.
-    app.router.route_class = BrokerRoute
+    app.router.route_class = BrokerRoute if settings.planned_routes else FastAPIHandledRoute
     app.state.settings = settings
     app.state.db = db
     app.state.rate_limiter = RateLimiter(settings)
@@ -213,9 +220,13 @@ def create_app(settings: Settings | None = None, *, run_jobs: bool | None = None
     if metrics:
         app.request_observers = (metrics.observe_request,)
     install_handlers(app)
-    include_flat(app, ((metrics_router,) if metrics else ()) + ROUTERS)
+    routers = ((metrics_router,) if metrics else ()) + ROUTERS
+    # The speed layer (BROKER_PLANNED_ROUTES): routes flat, matched by index, with planned
+    # handlers; off, FastAPI matches and serves them itself, with the same answers.
+    (include_flat if settings.planned_routes else include_nested)(app, routers)
     mcp_server = mount_mcp(app)
-    index_routes(app)
+    if settings.planned_routes:
+        index_routes(app)
     return app
 
 

@@ -106,6 +106,11 @@ class Settings(BaseSettings):
     jobs_tick_seconds: float = Field(default=15.0, gt=0, le=3600)
     # Serve Prometheus metrics at /metrics (404 when off).
     metrics_enabled: bool = False
+    # Routes laid out flat, matched by index and served by handlers planned at startup
+    # (agent_broker.http.routing); off: FastAPI's own matching and request handling, the
+    # same answers, slower. For ruling the speed layer out, or a FastAPI release it was not
+    # written for (agent_broker.http.fastapi_internals).
+    planned_routes: bool = True
     # Set only for local testing: lets outbound fetches reach private and loopback
     # addresses (and plain http). Refused in production.
     allow_private_fetch: bool = False

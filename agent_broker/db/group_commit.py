@@ -35,6 +35,8 @@ import structlog
 from sqlalchemy.orm import Session
 from sqlalchemy.pool import Pool, PoolProxiedConnection
 
+from agent_broker.db.sqlalchemy_internals import nested_checkout
+
 log = structlog.get_logger(__name__)
 
 # Requests per commit at most: past this the next one in line starts a new group, so the
@@ -100,7 +102,7 @@ class GroupCommit:
             held = self._pool.connect()
             held.dbapi_connection.grouped = True  # type: ignore[union-attr]
             self._held = held
-        return self._held._checkout_existing()  # type: ignore[attr-defined,no-any-return]
+        return nested_checkout(self._held)
 
     def begin_member(self, connection: Any) -> None:
         """Open a request's savepoint, and the group's transaction if it is the first."""

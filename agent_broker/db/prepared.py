@@ -20,7 +20,6 @@ that round trip, and `queue_row` an insert whose row is made from the values giv
 
 from __future__ import annotations
 
-import copy
 from collections import namedtuple
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -34,6 +33,7 @@ from sqlalchemy.sql import ClauseElement
 from sqlalchemy.sql.compiler import SQLCompiler
 
 from agent_broker.db import libpq
+from agent_broker.db import sqlalchemy_internals as internals
 from agent_broker.db.light import LightSession, as_sqlalchemy_error
 
 Processor = Callable[[Any], Any] | None
@@ -57,7 +57,9 @@ class _Compiled:
     def __init__(self, statement: ClauseElement, dialect: Dialect) -> None:
         on_libpq = dialect.name == "postgresql"
         # libpq takes the server's own $1 placeholders (agent_broker.db.libpq).
-        compiled = statement.compile(dialect=_numeric_dollar(dialect) if on_libpq else dialect)
+        compiled = statement.compile(
+            dialect=internals.numeric_dollar(dialect) if on_libpq else dialect
+        )
         assert isinstance(compiled, SQLCompiler)
         self.sql = compiled.string
         self.libpq_sql = self.sql.encode() if on_libpq else None
@@ -73,10 +75,10 @@ class _Compiled:
         self.binds = [self._bind(compiled, name, defaults) for name in names or ()]
         self.keys = frozenset(key for _name, key, _p, _f in self.binds if key is not None)
         columns = list(getattr(statement, "selected_columns", ()) or ())
-        if not columns and getattr(statement, "_returning", ()):
+        if not columns and internals.returning_columns(statement):
             columns = list(statement.exported_columns)  # type: ignore[attr-defined]
         self.row = namedtuple("Row", [c.key for c in columns], rename=True) if columns else None
-        processors = [c.type._cached_result_processor(dialect, None) for c in columns]
+        processors = [internals.result_processor(c.type, dialect) for c in columns]
         # Only the columns whose type converts what the driver returns (timestamps...).
         self.processing = [(i, p) for i, p in enumerate(processors) if p is not None]
 
@@ -85,7 +87,7 @@ class _Compiled:
         bind = compiled.binds[name]
         if bind.expanding:
             raise ValueError(f"prepared statements take no expanding IN parameter ({name})")
-        processor = compiled._bind_processors.get(name)
+        processor = internals.bind_processors(compiled).get(name)
         sql_name = compiled.escaped_bind_names.get(name, name)
         if name in defaults:
             default = defaults[name]
@@ -125,21 +127,12 @@ class _Compiled:
         return self.row._make(values)
 
 
-def _numeric_dollar(dialect: Dialect) -> Dialect:
-    """The dialect as it is, but writing binds as $1, $2... (each name one number)."""
-    numbered = copy.copy(dialect)
-    numbered.paramstyle = "numeric_dollar"
-    numbered.positional = True
-    numbered.identifier_preparer = numbered.preparer(numbered)
-    return numbered
-
-
 _CONNECTION = "agent_broker.prepared.connection"
 
 
 def _flush_pending(session: Session) -> None:
     """Write the session's pending ORM changes, as an autoflushing query would first."""
-    if session._new or session._deleted or session.identity_map._modified:
+    if internals.has_unflushed_changes(session):
         session.flush()
 
 

@@ -23,25 +23,28 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any
 
-from fastapi import params
-from fastapi.datastructures import DefaultPlaceholder
-from fastapi.dependencies.models import (
-    Dependant,
-    _get_cache_key,
-    _is_async_gen_callable,
-    _is_coroutine_callable,
-    _is_gen_callable,
-)
-from fastapi.dependencies.utils import request_body_to_args
 from fastapi.exceptions import RequestValidationError
-from fastapi.routing import APIRoute, _extract_endpoint_context, serialize_response
-from fastapi.utils import is_body_allowed_for_status_code
+from fastapi.routing import APIRoute
 from pydantic_core import PydanticUndefined as Undefined
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
+from agent_broker.http.fastapi_internals import (
+    DefaultPlaceholder,
+    Dependant,
+    Form,
+    dependency_cache_key,
+    embeds_body_fields,
+    endpoint_context_of,
+    is_async_gen_callable,
+    is_body_allowed_for_status_code,
+    is_coroutine_callable,
+    is_gen_callable,
+    request_body_to_args,
+    serialize_response,
+)
 from agent_broker.http.planned_params import ParamGroup
 
 Handler = Callable[[Request], Coroutine[Any, Any, Response]]
@@ -75,7 +78,7 @@ def _plan(dependant: Dependant) -> _Step:
     call = dependant.call
     if call is None:
         raise Unplanned("a dependant without a callable")
-    if _is_gen_callable(call) or _is_async_gen_callable(call):
+    if is_gen_callable(call) or is_async_gen_callable(call):
         raise Unplanned("a dependency with yield")
     if (
         dependant.background_tasks_param_name
@@ -87,9 +90,9 @@ def _plan(dependant: Dependant) -> _Step:
     return _Step(
         call=call,
         name=dependant.name,
-        cache_key=_get_cache_key(dependant=dependant),
+        cache_key=dependency_cache_key(dependant=dependant),
         use_cache=dependant.use_cache,
-        is_coroutine=_is_coroutine_callable(call),
+        is_coroutine=is_coroutine_callable(call),
         subs=tuple(_plan(sub) for sub in dependant.dependencies),
         # Only the kinds the dependant declares: reading the query string or the cookies
         # of a route that takes neither costs a parse for nothing.
@@ -181,12 +184,12 @@ def _sub_response() -> Response:
 
 def planned_handler(route: APIRoute) -> Handler:
     """The route's handler, or Unplanned when FastAPI's must serve it."""
-    if route.dependant.call is None or _is_gen_callable(route.dependant.call):
+    if route.dependant.call is None or is_gen_callable(route.dependant.call):
         raise Unplanned("no endpoint, or a streaming one")
-    if _is_async_gen_callable(route.dependant.call) or route.stream_item_field is not None:
+    if is_async_gen_callable(route.dependant.call) or route.stream_item_field is not None:
         raise Unplanned("a streaming endpoint")
     body_field = route.body_field
-    if body_field is not None and isinstance(body_field.field_info, params.Form):
+    if body_field is not None and isinstance(body_field.field_info, Form):
         raise Unplanned("a form body")
     response_class = route.response_class
     dump_json = route.response_field is not None and isinstance(response_class, DefaultPlaceholder)
@@ -199,7 +202,7 @@ def planned_handler(route: APIRoute) -> Handler:
         strict = strict.value
     root = _plan(route.dependant)
     takes_response = root.takes_response()
-    embed = route._embed_body_fields
+    embed = embeds_body_fields(route)
     status_code = route.status_code
     response_field = route.response_field
     serialising = {
@@ -221,7 +224,7 @@ def planned_handler(route: APIRoute) -> Handler:
         mount_path = request.scope.get("root_path", "").rstrip("/")
         context = contexts.get((request.method, mount_path))
         if context is None:
-            context = dict(_extract_endpoint_context(call))
+            context = dict(endpoint_context_of(call))
             if path:
                 context["path"] = f"{request.method} {mount_path}{path}"
             contexts[(request.method, mount_path)] = context

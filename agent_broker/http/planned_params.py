@@ -11,17 +11,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi._compat import field_annotation_is_sequence
-from fastapi.dependencies.utils import (
-    _get_param_aliases,
-    _get_param_model,
-    _is_json_field,
-    _validate_value_with_model_field,
-    request_params_to_args,
-)
-from fastapi.params import Param
 from pydantic_core import PydanticUndefined as Undefined
 from starlette.requests import Request
+
+from agent_broker.http.fastapi_internals import (
+    Param,
+    field_annotation_is_sequence,
+    is_json_field,
+    param_aliases,
+    param_model,
+    request_params_to_args,
+    validate_param,
+)
 
 # Where each kind of parameter comes from, and whether the source holds several values
 # per name (a multidict, where a list parameter takes them all).
@@ -42,9 +43,9 @@ class _Field:
         sequence = field_annotation_is_sequence(info.annotation)
         self.field = field
         self.name = field.name
-        self.keys = [key for _validation, key in _get_param_aliases(field)]
+        self.keys = [key for _validation, key in param_aliases(field)]
         self.location = info.in_.value
-        self.takes_all = multidict and sequence and not _is_json_field(field)
+        self.takes_all = multidict and sequence and not is_json_field(field)
         self.is_sequence = sequence
 
 
@@ -56,7 +57,7 @@ class ParamGroup:
     def __init__(self, kind: str, fields: list[Any]) -> None:
         self.source, multidict = _SOURCES[kind]
         self.fields = fields
-        if any(_get_param_model(field) is not None for field in fields):
+        if any(param_model(field) is not None for field in fields):
             self._planned: list[_Field] | None = None  # FastAPI's function reads it
         else:
             self._planned = [_Field(field, multidict) for field in fields]
@@ -73,7 +74,7 @@ class ParamGroup:
             value = received.getlist(key) if planned.takes_all else received.get(key, None)
             if value is None or (planned.is_sequence and len(value) == 0):
                 value = Undefined  # defaults apply in validation, as FastAPI does
-            found, failed = _validate_value_with_model_field(
+            found, failed = validate_param(
                 field=planned.field, value=value, values=values, loc=(planned.location, key)
             )
             if failed:

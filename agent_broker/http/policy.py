@@ -15,7 +15,8 @@ from enum import StrEnum
 from typing import Any, Protocol
 
 from fastapi import Depends, Request
-from fastapi.security.utils import get_authorization_scheme_param
+
+from agent_broker.http.fastapi_internals import get_authorization_scheme_param
 
 
 class CredentialKind(StrEnum):

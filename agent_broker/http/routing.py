@@ -15,14 +15,18 @@ from collections.abc import Callable, Coroutine, Sequence
 from typing import Any
 
 from fastapi import APIRouter, FastAPI, Request, Response
-from fastapi.dependencies.models import Dependant
 from fastapi.routing import APIRoute
-from starlette._exception_handler import wrap_app_handling_exceptions
 from starlette.routing import BaseRoute, Host, Match
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from agent_broker.db.session import TRANSACTIONS, RequestTransactions
+from agent_broker.http.fastapi_internals import Dependant, included_router
 from agent_broker.http.handler import Handler, Unplanned, planned_handler
+from agent_broker.http.starlette_internals import (
+    enter_router_through,
+    router_matching,
+    wrap_app_handling_exceptions,
+)
 
 _Key = tuple[str, ...]
 
@@ -41,10 +45,17 @@ class BrokerRoute(APIRoute):
 
     Its handler is planned at startup (agent_broker.http.handler) when the route allows;
     FastAPI's own handler stays for the rest, and for a request made while the route's
-    dependency overrides are set."""
+    dependency overrides are set. The planned handler serves requests matched to the
+    route itself (include_flat); an app that includes the route's router as FastAPI does
+    (include_nested) serves it with FastAPI's handler."""
+
+    # Whether the route plans its handler (FastAPIHandledRoute does not).
+    plans_handler = True
 
     def __init__(self, path: str, endpoint: Callable[..., Any], **kwargs: Any) -> None:
         super().__init__(path, endpoint, **kwargs)
+        if not self.plans_handler:
+            return
         try:
             planned = planned_handler(self)
         except Unplanned:
@@ -73,6 +84,13 @@ class BrokerRoute(APIRoute):
         return in_request_transactions
 
 
+class FastAPIHandledRoute(BrokerRoute):
+    """A BrokerRoute served by FastAPI's own handler: the route class of an app's own
+    routes with BROKER_PLANNED_ROUTES off."""
+
+    plans_handler = False
+
+
 def _planned_app(handler: Handler, fastapi_app: ASGIApp, overrides: Any) -> ASGIApp:
     """What FastAPI's request_response does for a planned handler, without the two exit
     stacks it opens for dependencies with yield (a planned route has none)."""
@@ -95,22 +113,33 @@ def _planned_app(handler: Handler, fastapi_app: ASGIApp, overrides: Any) -> ASGI
 def include_flat(app: FastAPI, routers: Sequence[APIRouter]) -> None:
     """Include each router (its lifespan and bookkeeping as FastAPI does it), then put its
     routes in its place, so the app's route list holds routes only."""
-    for router in routers:
-        app.include_router(router)
+    include_nested(app, routers)
     flat: list[BaseRoute] = []
     for route in app.router.routes:
-        original = getattr(route, "original_router", None)
-        if original is None:
+        included = included_router(route)
+        if included is None:
             flat.append(route)
-            continue
-        context = route.include_context  # type: ignore[attr-defined]
-        if context.prefix or context.dependencies:
-            raise ValueError("a router included with a prefix or dependencies cannot be flat")
-        for included in original.routes:
-            if isinstance(included, APIRoute) and not isinstance(included, BrokerRoute):
-                raise TypeError(f"{included.path}: declare its router with route_class=BrokerRoute")
-        flat.extend(original.routes)
+        else:
+            flat.extend(included[0].routes)
     app.router.routes[:] = flat
+
+
+def include_nested(app: FastAPI, routers: Sequence[APIRouter]) -> None:
+    """Include each router as FastAPI does, matched and served by FastAPI itself
+    (BROKER_PLANNED_ROUTES off), after the checks include_flat needs too: no prefix or
+    dependencies at inclusion (a flat route carries its own), and routes that end their
+    request sessions (BrokerRoute)."""
+    for router in routers:
+        for route in router.routes:
+            if isinstance(route, APIRoute) and not isinstance(route, BrokerRoute):
+                raise TypeError(f"{route.path}: declare its router with route_class=BrokerRoute")
+        app.include_router(router)
+        included = included_router(app.router.routes[-1])
+        if included is not None and (included[1].prefix or included[1].dependencies):
+            raise ValueError(
+                "a router included with a prefix or dependencies cannot be flat: "
+                "its routes carry their full paths and dependencies"
+            )
 
 
 def _literal_segments(route: BaseRoute) -> _Key | None:
@@ -138,7 +167,7 @@ class IndexedDispatch:
 
     def __init__(self, router: APIRouter) -> None:
         self.router = router
-        self._scan = router.app
+        self._scan = router_matching(router)
         self._built_for: int = -1
         self._by_two: dict[_Key, list[BaseRoute]] = {}
         self._by_one: dict[str, list[BaseRoute]] = {}
@@ -199,4 +228,4 @@ def broker_router(**options: Any) -> APIRouter:
 def index_routes(app: FastAPI) -> None:
     """Route the app's requests through the index (after every route is added; a route
     added later is picked up on the next request, by count)."""
-    app.router.middleware_stack = IndexedDispatch(app.router)
+    enter_router_through(app.router, IndexedDispatch(app.router))

@@ -51,6 +51,25 @@ def test_fees_reach_every_subscriber_only_when_their_transaction_commits(app, op
     assert len(first) == 2
 
 
+def test_a_light_sessions_fees_are_published_by_its_own_commit(app, open_account):
+    """The service's sessions (agent_broker.db.light) journal fees with prepared statements
+    only: their commit tells the subscribers, with no ORM transaction begun for it, and
+    their rollback forgets the fees."""
+    account = open_account()
+    fund(app, account, 10 * FEE)
+    told: list[tuple[str, int]] = []
+    events.on_fees_committed(app.state.db.writer, lambda kind, amount: told.append((kind, amount)))
+    with app.state.db.writer() as session:
+        _fee(session, account)
+        assert session.get_transaction() is None  # prepared statements only
+        session.commit()
+        assert told == [("listing_fee", FEE)]
+        _fee(session, account)
+        session.rollback()
+        session.commit()
+    assert told == [("listing_fee", FEE)]
+
+
 def test_the_ledger_imports_nothing_from_meta():
     """Imports run downhill: metrics subscribes to the ledger, never the reverse."""
     code = (

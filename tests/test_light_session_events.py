@@ -19,7 +19,7 @@ from agent_broker.accounts.models import Account
 from agent_broker.db.engine import Database, create_database
 from agent_broker.db.light import LightSession
 from agent_broker.db.prepared import Prepared
-from tests.helpers import NEW_ACCOUNT
+from tests.support.accounts import NEW_ACCOUNT
 
 _accounts = Account.__table__
 _BY_HANDLE = Prepared(select(_accounts.c.id).where(_accounts.c.handle == bindparam("handle")))

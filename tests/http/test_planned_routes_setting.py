@@ -22,10 +22,9 @@ from agent_broker import clock
 from agent_broker.http import handler
 from agent_broker.http.fastapi_internals import included_router
 from agent_broker.http.routing import BrokerRoute, FastAPIHandledRoute, IndexedDispatch
-from tests.deals.test_finalize import finalize
-from tests.helpers import Agent, new_key
-from tests.listings.conftest import LISTING, post
-from tests.threads.conftest import open_thread, trader
+from tests.support.accounts import Agent
+from tests.support.http import new_key
+from tests.support.market import LISTING, finalize, open_thread, post, trader
 
 _PARAM = re.compile(r"\{([^}]+)\}")
 # What differs between any two answers, whichever path served them.

@@ -4,8 +4,9 @@ dispute, attestations, certification cancel, a webhook set and removed, key rota
 disabling), and keeps the money each of its accounts should hold.
 
 A client owns three funded accounts: two trade with each other, swapping sides every
-round, and a rival opens a competing thread that it closes itself on even rounds and that
-the seal auto-closes on odd ones. A newcomer registers every round (with an
+round, and a rival opens a competing thread that it closes itself on odd rounds (the
+first included, so even a short run closes one) and that the seal auto-closes on even
+ones. A newcomer registers every round (with an
 Idempotency-Key on even rounds) and mints a statement."""
 
 from __future__ import annotations
@@ -176,7 +177,7 @@ async def trade_round(caller: Caller, trader: Trader) -> None:
         and await offer(caller, buyer, main["id"], f"{tag}: agreed, 3 days")
     ):
         return
-    if n % 2 == 0:
+    if n % 2 == 1:
         if not await close(caller, rival, competing):
             return
         competing = None

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
+from functools import cached_property
 from typing import Any, Protocol
 
 from fastapi import Depends, Request
@@ -62,7 +63,7 @@ class AuthPolicy:
     # for routes that make a network call and open their own transactions around it.
     detached: bool = False
 
-    @property
+    @cached_property  # asked on every request; the policy never changes
     def bearer(self) -> CredentialKind | None:
         """The bearer token kind this policy accepts: a session or an agent's OAuth token
         (no route takes both), or None: the route ignores the Authorization header."""

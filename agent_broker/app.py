@@ -18,10 +18,11 @@ from agent_broker.accounts.service import protocol_bindings
 from agent_broker.auth.seam import Authenticator
 from agent_broker.certification.routes import router as certification_router
 from agent_broker.config import Settings
-from agent_broker.db.engine import create_database, jobs_database
+from agent_broker.db.engine import Database, create_database, jobs_database
 from agent_broker.deals.routes import router as deals_router
 from agent_broker.domains.routes import router as domains_router
 from agent_broker.http.body import BodyGuardMiddleware
+from agent_broker.http.context import AppContext, app_context
 from agent_broker.http.fastapi_internals import served_routes
 from agent_broker.http.jwt_bearer import JwtVerifier, KeySetSource
 from agent_broker.http.outbound import OutboundClient, OutboundPolicy
@@ -47,23 +48,24 @@ from agent_broker.mcp_tools.server import running as running_mcp
 from agent_broker.membership.routes import router as membership_router
 from agent_broker.membership.webhook_routes import router as webhooks_account_router
 from agent_broker.meta.a2a import a2a_dispatcher
-from agent_broker.meta.agent_card import card_body
+from agent_broker.meta.agent_card import PublishedCard, card_body
 from agent_broker.meta.discovery import llms_txt
 from agent_broker.meta.metrics import Metrics
 from agent_broker.meta.metrics import router as metrics_router
 from agent_broker.meta.routes import router as meta_router
+from agent_broker.meta.service import DocumentCache
 from agent_broker.meta.well_known import router as discovery_router
 from agent_broker.payments.routes import dashboard as payments_dashboard_router
 from agent_broker.payments.routes import webhooks as webhooks_router
 from agent_broker.payments.x402.gate import X402, X402Payments
-from agent_broker.payments.x402.manifest import payable_operations
+from agent_broker.payments.x402.manifest import X402Manifest, payable_operations
 from agent_broker.payments.x402.receipts import ReceiptMiddleware
 from agent_broker.payments.x402.routes import router as x402_router
 from agent_broker.payments.x402.wallet_routes import router as wallet_router
 from agent_broker.problems import install_handlers
 from agent_broker.reputation.routes import router as reputation_router
 from agent_broker.threads.routes import router as threads_router
-from agent_broker.tokens.keys import card_signer_for
+from agent_broker.tokens.keys import signer_for
 from agent_broker.tokens.routes import router as tokens_router
 
 # Every feature's routes, in the order they are matched: the trading routes first, since
@@ -99,9 +101,10 @@ class BrokerAPI(FastAPI):
     request_observers: tuple[RequestObserver, ...] = ()
 
     def build_middleware_stack(self) -> ASGIApp:
-        settings = self.state.settings
+        context = app_context(self)
+        settings = context.settings
         stack = super().build_middleware_stack()
-        if self.state.x402 is not None:
+        if settings.x402_enabled:
             stack = ReceiptMiddleware(stack, lambda account_id: handle_for(settings, account_id))
         guarded = BodyGuardMiddleware(
             stack,
@@ -113,10 +116,12 @@ class BrokerAPI(FastAPI):
 
     def openapi(self) -> dict[str, Any]:
         if self.openapi_schema is None:
+            context = app_context(self)
+            offers = context.optional(X402Manifest)
             self.openapi_schema = finish_document(
                 super().openapi(),
-                protocol_bindings=protocol_bindings(self.state.settings),
-                payable=self.state.payable if self.state.x402 is not None else (),
+                protocol_bindings=protocol_bindings(context.settings),
+                payable=offers.operations if offers is not None else (),
                 security=security_requirements(served_routes(self.routes)),
                 security_schemes=SECURITY_SCHEMES,
             )
@@ -141,11 +146,7 @@ def create_app(settings: Settings | None = None, *, run_jobs: bool | None = None
         metrics.count_fees_on_commit(db.writer)
         if jobs_db is not None and jobs_db is not db:
             metrics.count_fees_on_commit(jobs_db.writer)
-    scheduler = (
-        Scheduler(jobs_db, settings, observer=metrics.job_finished if metrics else None)
-        if jobs_db is not None
-        else None
-    )
+    scheduler: Scheduler | None = None
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -176,58 +177,80 @@ def create_app(settings: Settings | None = None, *, run_jobs: bool | None = None
     )
     # Routes declared on the app itself (tests, extensions) end their sessions like the rest.
     app.router.route_class = BrokerRoute if settings.planned_routes else FastAPIHandledRoute
-    app.state.settings = settings
-    app.state.db = db
-    app.state.rate_limiter = RateLimiter(settings)
-    app.state.outbound = OutboundClient(OutboundPolicy.from_settings(settings))
-    app.state.x402 = X402.from_settings(settings)
-    # Routes declare policies (agent_broker.http.policy); this resolves their callers, with
-    # x402 as the payment scheme of the metered routes when payments are on.
-    app.state.authenticator = Authenticator(
-        settings, X402Payments() if app.state.x402 is not None else None
-    )
-    # A configured card key is checked now; the development one is made on first use.
-    app.state.card_signer = card_signer_for(settings) if settings.card_signing_key else None
-    app.state.agent_card = None  # signed on first request (agent_broker.meta.well_known)
-    x402_enabled = app.state.x402 is not None
-    # What answers POST /a2a (declared in agent_broker.meta.routes, so it is documented).
-    app.state.a2a = a2a_dispatcher(
-        card_body(settings, x402_enabled=x402_enabled),
-        llms_txt(settings, x402_enabled=x402_enabled),
-    )
-    app.state.payable = payable_operations(ROUTERS)
-    app.state.operator_outbound = OutboundClient(OutboundPolicy.for_operator(settings))
-    app.state.session_verifier = (
-        JwtVerifier(
-            issuer=settings.idp_issuer,
-            audience=settings.idp_audience,
-            keys=KeySetSource(settings.idp_jwks_url, app.state.operator_outbound),
-        )
-        if settings.sessions_enabled
-        else None
-    )
-    app.state.oauth_verifier = (
-        JwtVerifier(
-            issuer=settings.oauth_issuer,
-            audience=settings.oauth_audience,
-            keys=KeySetSource(settings.oauth_jwks_url, app.state.operator_outbound),
-            require_jti=True,
-        )
-        if settings.oauth_enabled
-        else None
-    )
-    app.state.metrics = metrics
+    app.state.context = context = build_context(settings, db, metrics=metrics)
     if metrics:
         app.request_observers = (metrics.observe_request,)
-    install_handlers(app)
+    install_handlers(app, settings)
     routers = ((metrics_router,) if metrics else ()) + ROUTERS
     # The speed layer (BROKER_PLANNED_ROUTES): routes flat, matched by index, with planned
     # handlers; off, FastAPI matches and serves them itself, with the same answers.
     (include_flat if settings.planned_routes else include_nested)(app, routers)
-    mcp_server = mount_mcp(app)
+    mcp_server = mount_mcp(app, context)
+    if jobs_db is not None:
+        scheduler = Scheduler(
+            context.with_db(jobs_db), observer=metrics.job_finished if metrics else None
+        )
     if settings.planned_routes:
         index_routes(app)
     return app
+
+
+def build_context(
+    settings: Settings, db: Database, *, metrics: Metrics | None = None
+) -> AppContext:
+    """Every service the app's routes, MCP tools, jobs and commands share, built here once.
+    The token signer's key is loaded now, so a bad BROKER_SIGNING_KEY stops start-up
+    rather than the first request that signs (so is a configured BROKER_CARD_SIGNING_KEY)."""
+    x402 = X402.from_settings(settings)
+    x402_enabled = x402 is not None
+    operator_outbound = OutboundClient(OutboundPolicy.for_operator(settings))
+    parts: list[object] = [
+        signer_for(settings),
+        PublishedCard(settings, x402_enabled=x402_enabled),
+        # What answers POST /a2a (declared in agent_broker.meta.routes, so it is documented).
+        a2a_dispatcher(
+            card_body(settings, x402_enabled=x402_enabled),
+            llms_txt(settings, x402_enabled=x402_enabled),
+        ),
+        DocumentCache(),
+    ]
+    if x402 is not None:
+        parts += [
+            x402,
+            X402Manifest.build(payable_operations(ROUTERS), x402.terms, settings.public_base_url),
+        ]
+    if metrics is not None:
+        parts.append(metrics)
+    return AppContext(
+        settings=settings,
+        db=db,
+        rate_limiter=RateLimiter(settings),
+        outbound=OutboundClient(OutboundPolicy.from_settings(settings)),
+        operator_outbound=operator_outbound,
+        # Routes declare policies (agent_broker.http.policy); this resolves their callers,
+        # with x402 as the payment scheme of the metered routes when payments are on.
+        authenticator=Authenticator(settings, X402Payments() if x402 is not None else None),
+        session_verifier=(
+            JwtVerifier(
+                issuer=settings.idp_issuer,
+                audience=settings.idp_audience,
+                keys=KeySetSource(settings.idp_jwks_url, operator_outbound),
+            )
+            if settings.sessions_enabled
+            else None
+        ),
+        oauth_verifier=(
+            JwtVerifier(
+                issuer=settings.oauth_issuer,
+                audience=settings.oauth_audience,
+                keys=KeySetSource(settings.oauth_jwks_url, operator_outbound),
+                require_jti=True,
+            )
+            if settings.oauth_enabled
+            else None
+        ),
+        parts=AppContext.collect(parts),
+    )
 
 
 def app_factory() -> FastAPI:

@@ -14,6 +14,7 @@ from fastapi.responses import JSONResponse
 from sqlalchemy.exc import OperationalError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from agent_broker.config import Settings
 from agent_broker.db.timeouts import timed_out
 
 PROBLEM_MEDIA_TYPE = "application/problem+json"
@@ -195,14 +196,13 @@ def problem_body(
 
 
 def problem_response(
-    request: Request,
+    base: str,
     status: int,
     reason: str,
     detail: str,
     extra: dict[str, Any] | None = None,
     headers: dict[str, str] | None = None,
 ) -> JSONResponse:
-    base = request.app.state.settings.public_base_url
     return JSONResponse(
         problem_body(base, status, reason, detail, extra),
         status_code=status,
@@ -232,11 +232,13 @@ def _validation_detail(exc: RequestValidationError) -> tuple[str, list[dict[str,
     return f"Invalid field '{first['field']}': {first['message']}.", errors
 
 
-def install_handlers(app: FastAPI) -> None:
+def install_handlers(app: FastAPI, settings: Settings) -> None:
+    base = settings.public_base_url
+
     @app.exception_handler(Problem)
     async def _problem(request: Request, exc: Problem) -> JSONResponse:
         return problem_response(
-            request, exc.status, exc.reason.value, exc.detail, exc.extra, exc.headers
+            base, exc.status, exc.reason.value, exc.detail, exc.extra, exc.headers
         )
 
     @app.exception_handler(OperationalError)
@@ -246,34 +248,34 @@ def install_handlers(app: FastAPI) -> None:
         err = DatabaseTimedOut()
         log.warning("database_timed_out", path=request.url.path, error_type=type(exc.orig).__name__)
         return problem_response(
-            request, err.status, err.reason.value, err.detail, err.extra, err.headers
+            base, err.status, err.reason.value, err.detail, err.extra, err.headers
         )
 
     @app.exception_handler(RequestValidationError)
     async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:
         detail, errors = _validation_detail(exc)
-        return problem_response(request, 400, Reason.invalid_input, detail, {"errors": errors})
+        return problem_response(base, 400, Reason.invalid_input, detail, {"errors": errors})
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         if exc.status_code == 404:
-            return problem_response(request, 404, Reason.not_found, "No such resource.")
+            return problem_response(base, 404, Reason.not_found, "No such resource.")
         if exc.status_code == 405:
             return problem_response(
-                request,
+                base,
                 405,
                 Reason.invalid_input,
                 f"Method {request.method} is not allowed on this path.",
                 headers=dict(exc.headers or {}),
             )
         reason = Reason.internal_error if exc.status_code >= 500 else Reason.invalid_input
-        return problem_response(request, exc.status_code, reason, str(exc.detail))
+        return problem_response(base, exc.status_code, reason, str(exc.detail))
 
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
         log.error("unhandled_exception", path=request.url.path, error_type=type(exc).__name__)
         err = InternalError()
-        return problem_response(request, err.status, err.reason.value, err.detail)
+        return problem_response(base, err.status, err.reason.value, err.detail)
 
 
 # Sealing needs both deal routes; a domain proof asks for one too (domains/proof.py).

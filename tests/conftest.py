@@ -171,7 +171,7 @@ def make_app(make_settings: Callable[..., Settings]) -> Iterator[Callable[..., F
 
     yield build
     for app in made:
-        app.state.db.dispose()
+        app.state.context.db.dispose()
 
 
 @pytest.fixture

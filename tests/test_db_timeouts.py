@@ -284,7 +284,7 @@ def test_a_write_that_waits_too_long_answers_503_and_writes_nothing(
         # Rolled back whole: no charge, no listing, the books balance.
         assert balance(client, seller) == before
         assert listing_count(app) == 0
-        assert audit(app.state.db.engine).found.problem_count == 0
+        assert audit(app.state.context.db.engine).found.problem_count == 0
         # The same request once the lock is gone runs once, and charges once.
         assert post(client, seller, key).status_code == 201
         assert post(client, seller, key).status_code == 201  # the replay
@@ -297,7 +297,7 @@ def test_health_answers_while_a_write_waits_on_a_lock(make_app, database_url):
     worker answers again within the lock limit, long before the lock is let go."""
     _postgresql_only(database_url)
     app = make_app(db_lock_timeout_ms=1000)
-    assert app.state.settings.db_dispatch == "inline"
+    assert app.state.context.settings.db_dispatch == "inline"
     with serving(app) as (base, _port), httpx.Client(base_url=base, timeout=20) as client:
         seller = register(client)
         fund(app, seller.account_id, 10 * FEE, real_money=True)

@@ -40,12 +40,12 @@ def test_pooled_connections_the_server_closed_are_replaced_on_checkout(make_sett
     """A restart or pg_terminate_backend closes idle pooled connections; the next request
     must get a live one (as with SQLAlchemy's pre-ping), not a 500."""
     app = client.app
-    if app.state.settings.is_sqlite:
+    if app.state.context.settings.is_sqlite:
         pytest.skip("PostgreSQL's connections")
     made = client.post("/v1/account/register", json={"accepted_terms": True})
     assert made.status_code == 201
     headers = {"x-api-key": made.json()["api_key"]}
-    pooled = _backend_pids(app.state.db)
+    pooled = _backend_pids(app.state.context.db)
     assert len(pooled) == 3
     admin = create_database(make_settings())
     try:
@@ -56,7 +56,7 @@ def test_pooled_connections_the_server_closed_are_replaced_on_checkout(make_sett
         admin.dispose()
     for _ in range(5):
         assert client.get("/v1/account", headers=headers).status_code == 200
-    assert not pooled & _backend_pids(app.state.db)
+    assert not pooled & _backend_pids(app.state.context.db)
 
 
 def test_a_live_pooled_connection_is_kept(make_settings):

@@ -278,4 +278,4 @@ def test_concurrent_posts_through_the_app_keep_the_money_right(
         mine = client.get("/v1/listings/mine", params={"limit": 100}, headers=headers).json()
     assert account["balance_micro"] == start - 16 * POSTING_FEE_MICRO
     assert {listing["id"] for listing in mine["listings"]} == set().union(*by_key.values())
-    assert audit(app.state.db.engine).found.problems == []
+    assert audit(app.state.context.db.engine).found.problems == []

@@ -57,7 +57,7 @@ def _served_document() -> dict:
             Settings(database_url=f"sqlite:///{var}/unused.db", var_dir=var), run_jobs=False
         )
         document = json.loads(json.dumps(app.openapi()))
-        app.state.db.dispose()
+        app.state.context.db.dispose()
     return document
 
 

@@ -331,7 +331,7 @@ def test_every_response_matches_the_document(
         poster,
         json={"contact_name": "Ops", "contact_email": "ops@example.invalid"},
     )
-    webhook = f"{app.state.settings.effective_bindings_base}/webhook-v1"
+    webhook = f"{app.state.context.settings.effective_bindings_base}/webhook-v1"
     api.put(
         "/v1/account/route",
         204,
@@ -693,7 +693,7 @@ def test_closed_vocabularies_are_enumerations(app: FastAPI, client: TestClient) 
 
 def test_protocol_bindings_are_this_deployments_values(app: FastAPI, client: TestClient) -> None:
     c = _components(client)
-    bindings = list(protocol_bindings(app.state.settings))
+    bindings = list(protocol_bindings(app.state.context.settings))
     assert bindings[2] == "https://broker.test/bindings/webhook-v1"
     profile = _property(c, "AccountProfileOut", "route_protocol_binding")["anyOf"]
     assert {"type": "string", "enum": bindings} in profile

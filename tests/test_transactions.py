@@ -28,7 +28,7 @@ from tests.support.accounts import register
 
 
 def _spendable(app: FastAPI, account_id: str) -> int:
-    with app.state.db.writer() as check:
+    with app.state.context.db.writer() as check:
         return wallet(check, account_id, now=clock.now()).spendable_micro
 
 

@@ -14,6 +14,7 @@ from agent_broker.accounts import identities, service
 from agent_broker.accounts.caller import Caller, CredentialKind
 from agent_broker.db.dispatch import db_bound
 from agent_broker.db.session import ReadSession, WriteSession
+from agent_broker.http.context import context_of
 from agent_broker.http.policy import KEY_OR_SESSION, authenticated
 from agent_broker.http.responses import Timestamp, Uuid, problems
 from agent_broker.http.routing import broker_router
@@ -61,14 +62,14 @@ def rotate_key(request: Request, caller: Operator, session: WriteSession) -> dic
     # OAuth link goes with the old key.
     kept = caller.identity if caller.via is CredentialKind.session else None
     return service.rotate_key(
-        session, request.app.state.settings, caller.account_id, keep_identity=kept
+        session, context_of(request).settings, caller.account_id, keep_identity=kept
     )
 
 
 @router.get("/identities", response_model=IdentitiesOut, responses=problems(401, 403))
 @db_bound
 def list_identities(request: Request, caller: Viewer, session: ReadSession) -> dict:
-    settings = request.app.state.settings
+    settings = context_of(request).settings
     return {"identities": identities.links_of(session, settings, caller.account_id)}
 
 

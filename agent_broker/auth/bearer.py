@@ -15,6 +15,7 @@ from agent_broker.accounts import identities
 from agent_broker.auth.keys import active_account
 from agent_broker.db.dispatch import run
 from agent_broker.db.session import transaction
+from agent_broker.http.context import context_of
 from agent_broker.http.jwt_bearer import InvalidToken
 from agent_broker.http.policy import CredentialKind, bearer_token, presented_key
 from agent_broker.problems import Unauthorized
@@ -44,9 +45,9 @@ async def oauth_identity(request: Request) -> Identity | None:
     return await _bearer_identity(request, CredentialKind.oauth)
 
 
-_VERIFIERS = {
-    CredentialKind.session: ("session_verifier", "Identity-provider sessions", "session"),
-    CredentialKind.oauth: ("oauth_verifier", "Agent OAuth tokens", "OAuth token"),
+_NAMES = {
+    CredentialKind.session: ("Identity-provider sessions", "session"),
+    CredentialKind.oauth: ("Agent OAuth tokens", "OAuth token"),
 }
 
 
@@ -54,8 +55,11 @@ async def _bearer_identity(request: Request, kind: CredentialKind) -> Identity |
     bearer = bearer_token(request)
     if bearer is None:
         return None
-    attribute, plural, singular = _VERIFIERS[kind]
-    verifier = getattr(request.app.state, attribute)
+    plural, singular = _NAMES[kind]
+    context = context_of(request)
+    verifier = (
+        context.session_verifier if kind is CredentialKind.session else context.oauth_verifier
+    )
     if verifier is None:
         raise Unauthorized(f"{plural} are not enabled on this deployment.")
     try:
@@ -77,7 +81,7 @@ async def _bearer_identity(request: Request, kind: CredentialKind) -> Identity |
 
 
 async def _link_once(request: Request, identity: Identity, presented: str) -> None:
-    db = request.app.state.db
+    db = context_of(request).db
     async with transaction(db, write=False) as session:
         linked = await run(
             session, identities.linked_account, session, identity.issuer, identity.subject
@@ -88,7 +92,7 @@ async def _link_once(request: Request, identity: Identity, presented: str) -> No
 
 
 def _link(request: Request, session: Session, identity: Identity, presented: str) -> None:
-    settings = request.app.state.settings
+    settings = context_of(request).settings
     # A disabled account's key proves nothing, not even to link.
     account = active_account(session, settings, presented)
     identities.link(

@@ -18,6 +18,7 @@ from agent_broker.auth.payment import PaidCall, PaymentScheme
 from agent_broker.config import Settings
 from agent_broker.db.dispatch import run
 from agent_broker.db.session import request_transactions, transaction
+from agent_broker.http.context import context_of
 from agent_broker.http.policy import AuthPolicy, CredentialKind, presented_key
 from agent_broker.problems import ApiKeyDisabled, Forbidden, IdentityConflict, Unauthorized
 
@@ -43,7 +44,7 @@ class Authenticator:
         presented = presented_key(request)
         if policy.detached:
             # A short transaction of its own, closed before the route runs.
-            async with transaction(request.app.state.db, write=False) as session:
+            async with transaction(context_of(request).db, write=False) as session:
                 return await run(
                     session, self._resolve, request, session, presented, policy, identity, paid
                 )

@@ -12,6 +12,7 @@ from agent_broker.certification.bindings import LIVENESS_V1, WEBHOOK_V1
 from agent_broker.certification.schemas import CertificationStatus
 from agent_broker.db.dispatch import db_bound
 from agent_broker.db.session import ReadSession, WriteSession
+from agent_broker.http.context import context_of
 from agent_broker.http.idempotency import RequiredIdempotency, answer
 from agent_broker.http.policy import authenticated
 from agent_broker.http.responses import problems
@@ -47,9 +48,9 @@ async def free_test(
     # no transaction (nor SQLite's write gate) while it waits.
     caller: Annotated[Caller, authenticated(detached=True)],
 ) -> dict:
-    state = request.app.state
+    context = context_of(request)
     return await testing.free_test(
-        state.db, state.settings, state.outbound, state.rate_limiter, caller.account
+        context.db, context.settings, context.outbound, context.rate_limiter, caller.account
     )
 
 

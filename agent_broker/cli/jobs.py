@@ -21,6 +21,7 @@ def jobs_list() -> None:
 @jobs_app.command("run")
 def jobs_run(name: str) -> None:
     """Run one job once (cron-friendly)."""
+    from agent_broker.app import build_context
     from agent_broker.jobs.registry import JOBS
     from agent_broker.jobs.runner import run_job
 
@@ -30,7 +31,7 @@ def jobs_run(name: str) -> None:
     settings = load_settings()
     db = open_database(settings)
     try:
-        outcome = run_job(db, settings, name)
+        outcome = run_job(build_context(settings, db), name)
     finally:
         db.dispose()
     if outcome is None:

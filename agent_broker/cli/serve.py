@@ -81,12 +81,13 @@ def mcp() -> None:
     import anyio
 
     from agent_broker.app import create_app
+    from agent_broker.http.context import app_context
     from agent_broker.mcp_tools.server import STDIO_KEY_VARIABLE, build_server
 
     settings = load_settings()
     open_database(settings).dispose()
     app = create_app(settings, run_jobs=False)
-    server = build_server(app, stdio_key=os.environ.get(STDIO_KEY_VARIABLE) or None)
+    server = build_server(app_context(app), stdio_key=os.environ.get(STDIO_KEY_VARIABLE) or None)
 
     async def serve_stdio() -> None:
         # The app's start-up registers the signing key, as `serve` does.

@@ -10,9 +10,11 @@ from agent_broker.db.dispatch import db_bound
 from agent_broker.db.session import ReadSession, WriteSession
 from agent_broker.deals import feedback, service
 from agent_broker.deals.schemas import DealPackage, RatingRequest
+from agent_broker.http.context import context_of
 from agent_broker.http.policy import authenticated
 from agent_broker.http.responses import problems
 from agent_broker.http.routing import broker_router
+from agent_broker.tokens.keys import Signer
 
 router = broker_router(prefix="/v1", tags=["deals"])
 
@@ -29,7 +31,11 @@ MeteredReader = Annotated[Caller, authenticated(metered=True)]
 @db_bound
 def read_deal(request: Request, deal_id: str, caller: MeteredReader, session: ReadSession) -> dict:
     return service.read(
-        session, caller.account_id, deal_id, signer=request.app.state.signer, now=clock.now()
+        session,
+        caller.account_id,
+        deal_id,
+        signer=context_of(request).part(Signer),
+        now=clock.now(),
     )
 
 

@@ -9,6 +9,7 @@ from agent_broker.db.dispatch import db_bound
 from agent_broker.db.session import ReadSession
 from agent_broker.domains import proof, service
 from agent_broker.domains.schemas import DomainChallengeOut, DomainVerificationOut
+from agent_broker.http.context import context_of
 from agent_broker.http.policy import KEY_OR_SESSION, authenticated
 from agent_broker.http.responses import problems
 from agent_broker.http.routing import broker_router
@@ -23,7 +24,7 @@ def read_challenge(
     caller: Annotated[Caller, authenticated(kinds=KEY_OR_SESSION)],
     session: ReadSession,
 ) -> dict:
-    return service.challenge_view(session, request.app.state.settings, caller.account)
+    return service.challenge_view(session, context_of(request).settings, caller.account)
 
 
 @router.post(
@@ -38,7 +39,7 @@ async def verify_domain(
     # hold no transaction (nor SQLite's write gate) while it waits.
     caller: Annotated[Caller, authenticated(kinds=KEY_OR_SESSION, detached=True)],
 ) -> dict:
-    state = request.app.state
+    context = context_of(request)
     return await proof.verify(
-        state.db, state.settings, state.outbound, state.rate_limiter, caller.account
+        context.db, context.settings, context.outbound, context.rate_limiter, caller.account
     )

@@ -6,6 +6,8 @@ import ipaddress
 
 from fastapi import Request
 
+from agent_broker.http.context import context_of
+
 
 def _trusted(address: str, networks: tuple[ipaddress._BaseNetwork, ...]) -> bool:
     try:
@@ -16,7 +18,7 @@ def _trusted(address: str, networks: tuple[ipaddress._BaseNetwork, ...]) -> bool
 
 
 def client_ip(request: Request) -> str:
-    networks = request.app.state.settings.trusted_proxy_networks
+    networks = context_of(request).settings.trusted_proxy_networks
     peer = request.client.host if request.client else "unknown"
     if not networks or not _trusted(peer, networks):
         return peer

@@ -10,6 +10,7 @@ from typing import Annotated, Any
 
 from fastapi import Depends, Header, Request, Response
 
+from agent_broker.http.context import context_of
 from agent_broker.idempotency.service import (
     HEADER,
     IdempotencyKey,
@@ -43,7 +44,7 @@ async def _key(request: Request, raw_key: str | None) -> IdempotencyKey | None:
     if raw_key is None:
         return None
     operation = operation_name(request)
-    hours = request.app.state.settings.idempotency_retention_hours
+    hours = context_of(request).settings.idempotency_retention_hours
     return IdempotencyKey(
         key=checked_key(raw_key),
         operation=operation,

@@ -17,6 +17,7 @@ from typing import Any, Protocol
 
 from fastapi import Depends, Request
 
+from agent_broker.http.context import context_of
 from agent_broker.http.fastapi_internals import get_authorization_scheme_param
 
 
@@ -109,7 +110,7 @@ def _dependency(policy: AuthPolicy) -> Any:
         raise ValueError("a payable route cannot be detached (a payment settles before it)")
 
     async def resolve_caller(request: Request) -> Any:
-        authenticator: Authenticator = request.app.state.authenticator
+        authenticator: Authenticator = context_of(request).authenticator
         return await authenticator(request, policy)
 
     resolve_caller.policy = policy  # type: ignore[attr-defined]

@@ -20,6 +20,7 @@ from starlette.routing import BaseRoute, Host, Match
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from agent_broker.db.session import TRANSACTIONS, RequestTransactions
+from agent_broker.http.context import context_of
 from agent_broker.http.fastapi_internals import Dependant, included_router
 from agent_broker.http.handler import Handler, Unplanned, planned_handler
 from agent_broker.http.starlette_internals import (
@@ -72,7 +73,7 @@ class BrokerRoute(APIRoute):
             return handler
 
         async def in_request_transactions(request: Request) -> Response:
-            opened = request.scope[TRANSACTIONS] = RequestTransactions(request.app.state.db)
+            opened = request.scope[TRANSACTIONS] = RequestTransactions(context_of(request).db)
             try:
                 response = await handler(request)
             except BaseException as error:

@@ -7,6 +7,7 @@ from typing import Annotated, Protocol
 
 from fastapi import Depends, Request
 
+from agent_broker.http.context import context_of
 from agent_broker.scanning.brake import Screen, screen_for
 
 
@@ -17,10 +18,10 @@ class _Caller(Protocol):
 
 class Screening:
     def __init__(self, request: Request) -> None:
-        self._state = request.app.state
+        self._context = context_of(request)
 
     def for_caller(self, caller: _Caller) -> Screen:
-        return screen_for(self._state.rate_limiter, self._state.settings, caller.account_id)
+        return screen_for(self._context.rate_limiter, self._context.settings, caller.account_id)
 
 
 # async: building it does no I/O, so it need not cost a hop to the thread pool.

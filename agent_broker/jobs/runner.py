@@ -15,8 +15,8 @@ from sqlalchemy import or_, update
 from sqlalchemy.exc import IntegrityError
 
 from agent_broker import clock
-from agent_broker.config import Settings
 from agent_broker.db.engine import Database
+from agent_broker.http.context import AppContext
 from agent_broker.jobs.models import LEASE_TTL, JobLease
 from agent_broker.jobs.registry import JOBS, Job
 
@@ -71,8 +71,7 @@ def _finish(db: Database, job: Job, holder: str, outcome: str) -> None:
 
 
 def run_job(
-    db: Database,
-    settings: Settings,
+    context: AppContext,
     name: str,
     *,
     only_if_due: bool = False,
@@ -81,6 +80,7 @@ def run_job(
     """Run one job once. Returns its outcome, or None when another runner holds the lease
     (or, with only_if_due, when its period has not elapsed)."""
     job = JOBS[name]
+    db, settings = context.db, context.settings
     _ensure_rows(db)
     holder = holder_id()
     if not _claim(db, job, holder, only_if_due=only_if_due):
@@ -109,13 +109,12 @@ class Scheduler:
 
     def __init__(
         self,
-        db: Database,
-        settings: Settings,
+        context: AppContext,
         tick_seconds: float | None = None,
         observer: JobObserver | None = None,
     ) -> None:
-        self._db, self._settings, self._observer = db, settings, observer
-        self._tick = settings.jobs_tick_seconds if tick_seconds is None else tick_seconds
+        self._context, self._observer = context, observer
+        self._tick = context.settings.jobs_tick_seconds if tick_seconds is None else tick_seconds
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="broker-jobs", daemon=True)
 
@@ -132,8 +131,6 @@ class Scheduler:
                 if self._stop.is_set():
                     return
                 try:
-                    run_job(
-                        self._db, self._settings, name, only_if_due=True, observer=self._observer
-                    )
+                    run_job(self._context, name, only_if_due=True, observer=self._observer)
                 except Exception:  # noqa: BLE001 - logged in run_job; keep the loop alive
                     continue

@@ -8,6 +8,7 @@ from agent_broker import clock
 from agent_broker.accounts.caller import Caller
 from agent_broker.db.dispatch import db_bound
 from agent_broker.db.session import ReadSession, WriteSession
+from agent_broker.http.context import context_of
 from agent_broker.http.idempotency import RequiredIdempotency, answer
 from agent_broker.http.policy import authenticated
 from agent_broker.http.responses import problems
@@ -48,7 +49,7 @@ def post_listing(
         body,
         idempotency,
         screen=screens.for_caller(caller),
-        ttl=request.app.state.settings.listing_ttl,
+        ttl=context_of(request).settings.listing_ttl,
         now=clock.now(),
     )
     return answer(response, outcome)

@@ -13,6 +13,7 @@ from agent_broker import clock
 from agent_broker.db.dispatch import db_bound
 from agent_broker.db.session import ReadSession
 from agent_broker.http.client_ip import client_ip
+from agent_broker.http.context import context_of
 from agent_broker.http.routing import broker_router
 from agent_broker.listings import service as listings
 from agent_broker.market import pages
@@ -53,7 +54,7 @@ def reputation(request: Request, handle: str, session: ReadSession) -> HTMLRespo
         record = records.lookup(
             session,
             handle,
-            limiter=request.app.state.rate_limiter,
+            limiter=context_of(request).rate_limiter,
             source=client_ip(request),
             now=clock.now(),
         )

@@ -42,7 +42,7 @@ from agent_broker.membership import service as membership
 
 
 def register_account_tools(box: Toolbox) -> None:
-    app, state, tool, key_of = box.app, box.app.state, box.tool, box.key_of
+    context, tool, key_of = box.context, box.tool, box.key_of
 
     async def profile_after(ctx: Context, change: Callable[[Session, Any], None]) -> Result:
         """Apply a change to the caller's account and answer its profile (REST answers
@@ -54,7 +54,7 @@ def register_account_tools(box: Toolbox) -> None:
             changed = accounts.record(session, caller.account_id)
             return accounts.profile_view(session, changed, now=clock.now())
 
-        view = await as_caller(app, key_of(ctx), work, write=True)
+        view = await as_caller(context, key_of(ctx), work, write=True)
         return shaped(AccountProfileOut, view, exclude_none=False)
 
     @tool(
@@ -67,14 +67,14 @@ def register_account_tools(box: Toolbox) -> None:
         ctx: Context, accepted_terms: bool, idempotency_key: IdempotencyKeyArg | None = None
     ) -> Result:
         body = {"accepted_terms": accepted_terms}
-        key = idempotency(app, idempotency_key, "POST /v1/account/register", {}, body)
+        key = idempotency(context, idempotency_key, "POST /v1/account/register", {}, body)
         where = box.source(ctx)
         outcome = await in_transaction(
-            app,
+            context,
             lambda session: membership.register_once(
                 session,
-                state.settings,
-                state.rate_limiter,
+                context.settings,
+                context.rate_limiter,
                 key,
                 accepted_terms=accepted_terms,
                 source=where,
@@ -87,7 +87,7 @@ def register_account_tools(box: Toolbox) -> None:
     @tool("get_account", "Your account: balance, reputation, setup still needed. Free.", READS)
     async def get_account(ctx: Context) -> Result:
         view = await as_caller(
-            app,
+            context,
             key_of(ctx),
             lambda session, caller: membership.account_view(
                 session, caller.account, now=clock.now()
@@ -98,7 +98,7 @@ def register_account_tools(box: Toolbox) -> None:
     @tool("get_profile", "Your profile: contact, deal route, what is missing. Free.", READS)
     async def get_profile(ctx: Context) -> Result:
         view = await as_caller(
-            app,
+            context,
             key_of(ctx),
             lambda session, caller: accounts.profile_view(session, caller.account, now=clock.now()),
         )
@@ -158,7 +158,7 @@ def register_account_tools(box: Toolbox) -> None:
             ctx,
             lambda session, account: membership.set_route(
                 session,
-                state.settings,
+                context.settings,
                 account,
                 deal_route=request.deal_route,
                 binding=request.route_protocol_binding,
@@ -174,9 +174,11 @@ def register_account_tools(box: Toolbox) -> None:
     )
     async def get_domain_challenge(ctx: Context) -> Result:
         view = await as_caller(
-            app,
+            context,
             key_of(ctx),
-            lambda session, caller: domains.challenge_view(session, state.settings, caller.account),
+            lambda session, caller: domains.challenge_view(
+                session, context.settings, caller.account
+            ),
         )
         return shaped(DomainChallengeOut, view, exclude_none=False)
 
@@ -187,8 +189,8 @@ def register_account_tools(box: Toolbox) -> None:
         PROVES,
     )
     async def verify_domain(ctx: Context) -> Result:
-        account = await account_of(app, key_of(ctx))
+        account = await account_of(context, key_of(ctx))
         view = await proof.verify(
-            state.db, state.settings, state.outbound, state.rate_limiter, account
+            context.db, context.settings, context.outbound, context.rate_limiter, account
         )
         return shaped(DomainVerificationOut, view)

@@ -7,12 +7,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Any
 
-from fastapi import FastAPI
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import ToolAnnotations
 from pydantic import Field, TypeAdapter
 
 from agent_broker.http.client_ip import client_ip
+from agent_broker.http.context import AppContext
 from agent_broker.mcp_tools.plumbing import reasoned
 from agent_broker.scanning.brake import Screen, screen_for
 
@@ -62,11 +62,11 @@ def shaped(model: Any, data: Any, *, exclude_none: bool = True) -> Result:
 
 @dataclass(frozen=True)
 class Toolbox:
-    """The server the tools go on, the app whose services they call, and how a call's API
-    key is found (the request's x-api-key, or the stdio process's key)."""
+    """The server the tools go on, the context whose services they call, and how a call's
+    API key is found (the request's x-api-key, or the stdio process's key)."""
 
     server: MCPServer
-    app: FastAPI
+    context: AppContext
     key_of: Callable[[Context], str | None]
 
     def source(self, ctx: Context) -> str:
@@ -75,8 +75,7 @@ class Toolbox:
         return client_ip(request) if request is not None else "mcp-stdio"
 
     def screen(self, account_id: str) -> Screen:
-        state = self.app.state
-        return screen_for(state.rate_limiter, state.settings, account_id)
+        return screen_for(self.context.rate_limiter, self.context.settings, account_id)
 
     def tool(self, name: str, description: str, annotations: ToolAnnotations):  # type: ignore[no-untyped-def]
         def register(fn):  # type: ignore[no-untyped-def]

@@ -11,7 +11,7 @@ from agent_broker.deals import service as deals
 from agent_broker.deals.schemas import DealPackage, RatingRequest
 from agent_broker.mcp_tools.common import FINAL, ONCE, READS, Id, Result, Toolbox, shaped
 from agent_broker.mcp_tools.plumbing import as_caller, parsed
-from agent_broker.tokens.startup import signer_of
+from agent_broker.tokens.keys import Signer
 
 
 def add_get_deal(box: Toolbox) -> None:
@@ -22,9 +22,9 @@ def add_get_deal(box: Toolbox) -> None:
         READS,
     )
     async def get_deal(ctx: Context, deal_id: Id) -> Result:
-        signer = signer_of(box.app)
+        signer = box.context.part(Signer)
         view = await as_caller(
-            box.app,
+            box.context,
             box.key_of(ctx),
             lambda session, caller: deals.read(
                 session, caller.account_id, deal_id, signer=signer, now=clock.now()
@@ -40,7 +40,7 @@ def add_rate_deal(box: Toolbox) -> None:
     ) -> Result:
         request = parsed(RatingRequest, {"score": score, "delivered": delivered})
         await as_caller(
-            box.app,
+            box.context,
             box.key_of(ctx),
             lambda session, caller: feedback.rate(
                 session,
@@ -61,7 +61,7 @@ def add_dispute_deal(box: Toolbox) -> None:
     )
     async def dispute_deal(ctx: Context, deal_id: Id) -> Result:
         await as_caller(
-            box.app,
+            box.context,
             box.key_of(ctx),
             lambda session, caller: feedback.dispute(
                 session, caller.account_id, deal_id, now=clock.now()

@@ -50,7 +50,7 @@ def add_read_feed(box: Toolbox) -> None:
             sort=sort,
         )
         page = await as_caller(
-            box.app,
+            box.context,
             box.key_of(ctx),
             lambda session, _caller: listings.feed(session, query, now=clock.now()),
         )
@@ -61,7 +61,7 @@ def add_get_listing(box: Toolbox) -> None:
     @box.tool("get_listing", "One listing with its body and the poster's standing. Free.", READS)
     async def get_listing(ctx: Context, listing_id: Id) -> Result:
         view = await as_caller(
-            box.app,
+            box.context,
             box.key_of(ctx),
             lambda session, _caller: listings.read(session, listing_id, now=clock.now()),
         )
@@ -95,10 +95,10 @@ def add_post_listing(box: Toolbox) -> None:
         }
         request = parsed(PostListingRequest, fields)
         sent = {k: v for k, v in fields.items() if v is not None}
-        key = idempotency(box.app, idempotency_key, "POST /v1/listings", {}, sent)
+        key = idempotency(box.context, idempotency_key, "POST /v1/listings", {}, sent)
         assert key is not None
         outcome = await as_caller(
-            box.app,
+            box.context,
             box.key_of(ctx),
             lambda session, caller: listings.post_once(
                 session,
@@ -106,7 +106,7 @@ def add_post_listing(box: Toolbox) -> None:
                 request,
                 key,
                 screen=box.screen(caller.account_id),
-                ttl=box.app.state.settings.listing_ttl,
+                ttl=box.context.settings.listing_ttl,
                 now=clock.now(),
             ),
             write=True,

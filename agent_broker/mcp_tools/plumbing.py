@@ -12,7 +12,6 @@ from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import Any, ParamSpec, TypeVar
 
-from fastapi import FastAPI
 from mcp.types import CallToolResult, TextContent
 from pydantic import BaseModel, ValidationError
 from sqlalchemy.orm import Session
@@ -22,6 +21,7 @@ from agent_broker.accounts.models import AccountRecord
 from agent_broker.auth.keys import key_caller
 from agent_broker.db.dispatch import run
 from agent_broker.db.session import transaction
+from agent_broker.http.context import AppContext
 from agent_broker.idempotency.service import IdempotencyKey, checked_key, fingerprint
 from agent_broker.problems import InvalidInput, Problem, Unauthorized
 
@@ -29,17 +29,17 @@ P = ParamSpec("P")
 T = TypeVar("T")
 
 
-def caller_for(session: Session, app: FastAPI, api_key: str | None) -> Caller:
+def caller_for(session: Session, context: AppContext, api_key: str | None) -> Caller:
     if not api_key:
         raise Unauthorized(
             "This tool needs the account's API key: the x-api-key header over HTTP, "
             "BROKER_API_KEY over stdio."
         )
-    return key_caller(session, app.state.settings, api_key)
+    return key_caller(session, context.settings, api_key)
 
 
 async def as_caller(
-    app: FastAPI,
+    context: AppContext,
     api_key: str | None,
     work: Callable[[Session, Caller], T],
     *,
@@ -48,30 +48,32 @@ async def as_caller(
     """`work(session, caller)` in one transaction, committed when it returns."""
 
     def resolved(session: Session) -> T:
-        return work(session, caller_for(session, app, api_key))
+        return work(session, caller_for(session, context, api_key))
 
-    async with transaction(app.state.db, write=write) as session:
+    async with transaction(context.db, write=write) as session:
         return await run(session, resolved, session)
 
 
-async def in_transaction(app: FastAPI, work: Callable[[Session], T], *, write: bool = False) -> T:
-    async with transaction(app.state.db, write=write) as session:
+async def in_transaction(
+    context: AppContext, work: Callable[[Session], T], *, write: bool = False
+) -> T:
+    async with transaction(context.db, write=write) as session:
         return await run(session, work, session)
 
 
-async def account_of(app: FastAPI, api_key: str | None) -> AccountRecord:
+async def account_of(context: AppContext, api_key: str | None) -> AccountRecord:
     """The caller's row, read in a short transaction of its own (for a tool that then
     calls out to the network, like domain verify, holding nothing meanwhile)."""
-    return await as_caller(app, api_key, lambda _session, caller: caller.account)
+    return await as_caller(context, api_key, lambda _session, caller: caller.account)
 
 
 def idempotency(
-    app: FastAPI, raw_key: str | None, operation: str, path: dict[str, str], body: Any
+    context: AppContext, raw_key: str | None, operation: str, path: dict[str, str], body: Any
 ) -> IdempotencyKey | None:
     """The key as the REST route would make it for the same call."""
     if raw_key is None:
         return None
-    hours = app.state.settings.idempotency_retention_hours
+    hours = context.settings.idempotency_retention_hours
     return IdempotencyKey(
         key=checked_key(raw_key),
         operation=operation,

@@ -22,11 +22,11 @@ from agent_broker.mcp_tools.plumbing import (
 )
 from agent_broker.reputation import attestation, records
 from agent_broker.reputation.schemas import PublicReputation, ReputationAttestation
-from agent_broker.tokens.startup import signer_of
+from agent_broker.tokens.keys import Signer
 
 
 def register_record_tools(box: Toolbox) -> None:
-    app, state, tool, key_of = box.app, box.app.state, box.tool, box.key_of
+    context, tool, key_of = box.context, box.tool, box.key_of
 
     @tool(
         "lookup_reputation",
@@ -36,9 +36,9 @@ def register_record_tools(box: Toolbox) -> None:
     async def lookup_reputation(ctx: Context, handle: Id) -> Result:
         where = box.source(ctx)
         view = await in_transaction(
-            app,
+            context,
             lambda session: records.lookup(
-                session, handle, limiter=state.rate_limiter, source=where, now=clock.now()
+                session, handle, limiter=context.rate_limiter, source=where, now=clock.now()
             ),
         )
         return shaped(PublicReputation, view)
@@ -54,12 +54,12 @@ def register_record_tools(box: Toolbox) -> None:
     ) -> Result:
         sent = {k: v for k, v in {"nonce": nonce, "audience": audience}.items() if v is not None}
         raw = attestation.RawBody(json.dumps(sent).encode() if sent else b"")
-        signer = signer_of(app)
+        signer = context.part(Signer)
         view = await as_caller(
-            app,
+            context,
             key_of(ctx),
             lambda session, caller: attestation.attest(
-                session, caller, raw, signer=signer, limiter=state.rate_limiter, now=clock.now()
+                session, caller, raw, signer=signer, limiter=context.rate_limiter, now=clock.now()
             ),
         )
         return shaped(ReputationAttestation, view, exclude_none=False)
@@ -70,5 +70,7 @@ def register_record_tools(box: Toolbox) -> None:
         READS,
     )
     async def verify_ledger(ctx: Context) -> Result:
-        served = await in_transaction(app, lambda session: verdict.serve(session, now=clock.now()))
+        served = await in_transaction(
+            context, lambda session: verdict.serve(session, now=clock.now())
+        )
         return {"status_code": served.status_code, **served.body}

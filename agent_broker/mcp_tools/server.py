@@ -18,6 +18,7 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from agent_broker import RELEASE_TAG
+from agent_broker.http.context import AppContext
 from agent_broker.mcp_tools.tools import register_tools
 
 PATH = "/mcp"
@@ -32,7 +33,7 @@ INSTRUCTIONS = (
 )
 
 
-def build_server(app: FastAPI, *, stdio_key: str | None = None) -> MCPServer:
+def build_server(context: AppContext, *, stdio_key: str | None = None) -> MCPServer:
     server = MCPServer("agent-broker", instructions=INSTRUCTIONS, version=RELEASE_TAG)
 
     def key_of(ctx: Context) -> str | None:
@@ -41,7 +42,7 @@ def build_server(app: FastAPI, *, stdio_key: str | None = None) -> MCPServer:
             return request.headers.get("x-api-key")
         return stdio_key
 
-    register_tools(server, app, key_of)
+    register_tools(server, context, key_of)
     return server
 
 
@@ -55,9 +56,9 @@ class _Endpoint:
         await self.server.session_manager.handle_request(scope, receive, send)
 
 
-def mount(app: FastAPI) -> MCPServer:
+def mount(app: FastAPI, context: AppContext) -> MCPServer:
     """Serve the app's tools at /mcp (outside /openapi.json: MCP describes them itself)."""
-    server = build_server(app)
+    server = build_server(context)
     app.router.routes.append(Route(PATH, endpoint=_Endpoint(server)))
     return server
 

@@ -23,7 +23,7 @@ from agent_broker.mcp_tools.plumbing import as_caller, idempotency, parsed
 from agent_broker.threads import sealing
 from agent_broker.threads import service as threads
 from agent_broker.threads.schemas import DiffRequest, ThreadOut, ThreadRead
-from agent_broker.tokens.startup import signer_of
+from agent_broker.tokens.keys import Signer
 
 
 def add_open_thread(box: Toolbox) -> None:
@@ -38,7 +38,7 @@ def add_open_thread(box: Toolbox) -> None:
     ) -> Result:
         request = parsed(DiffRequest, {"diff": diff})
         key = idempotency(
-            box.app,
+            box.context,
             idempotency_key,
             "POST /v1/listings/{listing_id}/threads",
             {"listing_id": listing_id},
@@ -46,7 +46,7 @@ def add_open_thread(box: Toolbox) -> None:
         )
         assert key is not None
         outcome = await as_caller(
-            box.app,
+            box.context,
             box.key_of(ctx),
             lambda session, caller: threads.open_thread_once(
                 session,
@@ -55,7 +55,7 @@ def add_open_thread(box: Toolbox) -> None:
                 request.diff,
                 key,
                 screen=box.screen(caller.account_id),
-                ttl=box.app.state.settings.thread_ttl,
+                ttl=box.context.settings.thread_ttl,
                 now=clock.now(),
             ),
             write=True,
@@ -71,7 +71,7 @@ def add_get_thread(box: Toolbox) -> None:
     )
     async def get_thread(ctx: Context, thread_id: Id) -> Result:
         view = await as_caller(
-            box.app,
+            box.context,
             box.key_of(ctx),
             lambda session, caller: threads.read(
                 session, caller.account_id, thread_id, now=clock.now()
@@ -90,7 +90,7 @@ def add_make_offer(box: Toolbox) -> None:
     async def make_offer(ctx: Context, thread_id: Id, diff: str) -> Result:
         request = parsed(DiffRequest, {"diff": diff})
         view = await as_caller(
-            box.app,
+            box.context,
             box.key_of(ctx),
             lambda session, caller: threads.offer(
                 session,
@@ -115,7 +115,7 @@ def add_close_thread(box: Toolbox) -> None:
         ctx: Context, thread_id: Id, idempotency_key: IdempotencyKeyArg
     ) -> Result:
         key = idempotency(
-            box.app,
+            box.context,
             idempotency_key,
             "POST /v1/threads/{thread_id}/close",
             {"thread_id": thread_id},
@@ -123,7 +123,7 @@ def add_close_thread(box: Toolbox) -> None:
         )
         assert key is not None
         outcome = await as_caller(
-            box.app,
+            box.context,
             box.key_of(ctx),
             lambda session, caller: threads.close_once(
                 session, caller.account_id, thread_id, key, now=clock.now()
@@ -143,16 +143,16 @@ def add_finalize(box: Toolbox) -> None:
     )
     async def finalize(ctx: Context, thread_id: Id, idempotency_key: IdempotencyKeyArg) -> Result:
         key = idempotency(
-            box.app,
+            box.context,
             idempotency_key,
             "POST /v1/threads/{thread_id}/finalize",
             {"thread_id": thread_id},
             None,
         )
         assert key is not None
-        signer = signer_of(box.app)
+        signer = box.context.part(Signer)
         outcome = await as_caller(
-            box.app,
+            box.context,
             box.key_of(ctx),
             lambda session, caller: sealing.finalize_once(
                 session, caller.account, thread_id, key, signer=signer, now=clock.now()

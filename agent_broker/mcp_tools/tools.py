@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from fastapi import FastAPI
 from mcp.server.mcpserver import Context, MCPServer
 
+from agent_broker.http.context import AppContext
 from agent_broker.mcp_tools.account_tools import register_account_tools
 from agent_broker.mcp_tools.common import Toolbox
 from agent_broker.mcp_tools.record_tools import register_record_tools
@@ -16,9 +16,9 @@ from agent_broker.mcp_tools.trade_tools import register_trade_tools
 
 
 def register_tools(
-    server: MCPServer, app: FastAPI, key_of: Callable[[Context], str | None]
+    server: MCPServer, context: AppContext, key_of: Callable[[Context], str | None]
 ) -> None:
-    box = Toolbox(server, app, key_of)
+    box = Toolbox(server, context, key_of)
     register_account_tools(box)
     register_trade_tools(box)
     register_record_tools(box)

@@ -20,6 +20,7 @@ from agent_broker.accounts.schemas import (
 from agent_broker.db.dispatch import db_bound
 from agent_broker.db.session import ReadSession, WriteSession
 from agent_broker.http.client_ip import client_ip
+from agent_broker.http.context import context_of
 from agent_broker.http.idempotency import OptionalIdempotency, answer
 from agent_broker.http.policy import KEY_OR_SESSION, authenticated
 from agent_broker.http.responses import problems
@@ -55,8 +56,8 @@ def register(
 ) -> dict:
     outcome = service.register_once(
         session,
-        request.app.state.settings,
-        request.app.state.rate_limiter,
+        context_of(request).settings,
+        context_of(request).rate_limiter,
         idempotency,
         accepted_terms=body.accepted_terms if body else None,
         source=client_ip(request),
@@ -78,7 +79,7 @@ def put_route(
 ) -> Response:
     service.set_route(
         session,
-        request.app.state.settings,
+        context_of(request).settings,
         accounts.get(session, caller.account_id),
         deal_route=body.deal_route,
         binding=body.route_protocol_binding,

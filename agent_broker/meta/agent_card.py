@@ -8,6 +8,7 @@ The key's public half is the one OKP key of /.well-known/jwks.json; its kid is F
 from __future__ import annotations
 
 import base64
+from functools import cached_property
 from typing import Any
 
 from a2a.client.card_resolver import parse_agent_card
@@ -15,7 +16,7 @@ from a2a.utils.signing import create_agent_card_signer
 
 from agent_broker import RELEASE_TAG, pricing
 from agent_broker.config import Settings
-from agent_broker.tokens.keys import Signer, raw_public
+from agent_broker.tokens.keys import Signer, card_signer_for, raw_public
 
 ONBOARDING_SKILL = {
     "id": "onboarding",
@@ -127,3 +128,26 @@ def signed_card(settings: Settings, signer: Signer, *, x402_enabled: bool) -> di
         for signature in signed.signatures
     ]
     return {**body, "signatures": signatures}
+
+
+class PublishedCard:
+    """The card this app publishes and the key that signs it. Signed on first use, then
+    kept (its content changes only with the settings): in development the card key is a
+    file made on first use, and an app that never serves its card makes none."""
+
+    def __init__(self, settings: Settings, *, x402_enabled: bool) -> None:
+        self._settings, self._x402_enabled = settings, x402_enabled
+        if settings.card_signing_key:
+            _ = self.signer  # a configured key is checked when the app is built
+
+    @cached_property
+    def signer(self) -> Signer:
+        return card_signer_for(self._settings)
+
+    @cached_property
+    def signed(self) -> dict[str, Any]:
+        return signed_card(self._settings, self.signer, x402_enabled=self._x402_enabled)
+
+    @property
+    def jwks(self) -> dict[str, Any]:
+        return jwks_document(self.signer)

@@ -31,6 +31,7 @@ from prometheus_client.registry import Collector
 from sqlalchemy.orm import Session, sessionmaker
 
 from agent_broker.db.engine import Database
+from agent_broker.http.context import context_of
 from agent_broker.http.routing import broker_router
 from agent_broker.ledger.events import on_fees_committed
 
@@ -129,4 +130,4 @@ router = broker_router(include_in_schema=False)
 
 @router.get("/metrics")
 def metrics(request: Request) -> Response:
-    return Response(request.app.state.metrics.render(), media_type=CONTENT_TYPE_LATEST)
+    return Response(context_of(request).part(Metrics).render(), media_type=CONTENT_TYPE_LATEST)

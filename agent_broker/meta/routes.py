@@ -5,6 +5,7 @@ from fastapi import Request, Response
 from agent_broker import RELEASE_TAG, clock
 from agent_broker.db.dispatch import db_bound
 from agent_broker.db.session import ReadSession
+from agent_broker.http.context import context_of
 from agent_broker.http.responses import problems
 from agent_broker.http.routing import broker_router
 from agent_broker.meta import a2a, service
@@ -15,10 +16,7 @@ router = broker_router(tags=["meta"])
 
 
 def _cache(request: Request) -> service.DocumentCache:
-    state = request.app.state
-    if not hasattr(state, "meta_documents"):
-        state.meta_documents = service.DocumentCache()
-    return state.meta_documents
+    return context_of(request).part(service.DocumentCache)
 
 
 @router.get("/health", response_model=Health)
@@ -41,7 +39,7 @@ async def health() -> dict:
     openapi_extra=a2a.OPENAPI_EXTRA,
 )
 async def a2a_rpc(request: Request) -> Response:
-    return await request.app.state.a2a.handle_requests(request)
+    return await context_of(request).part(a2a.VersionFirstDispatcher).handle_requests(request)
 
 
 @router.get("/version", response_model=Version)
@@ -56,7 +54,7 @@ async def version() -> dict:
 )
 @db_bound
 def status(request: Request, session: ReadSession) -> dict:
-    return service.status(session, request.app.state.settings, _cache(request), now=clock.now())
+    return service.status(session, context_of(request).settings, _cache(request), now=clock.now())
 
 
 @router.get(

@@ -8,10 +8,11 @@ from fastapi import Request
 from fastapi.responses import PlainTextResponse, Response
 
 from agent_broker import clock
+from agent_broker.http.context import context_of
 from agent_broker.http.routing import broker_router
-from agent_broker.meta import agent_card, discovery
+from agent_broker.meta import discovery
+from agent_broker.meta.agent_card import PublishedCard
 from agent_broker.problems import NotFound, Problem, Reason
-from agent_broker.tokens.keys import Signer, card_signer_for
 
 router = broker_router(tags=["discovery"])
 
@@ -29,34 +30,22 @@ class A2AVersionNotSupported(Problem):
 
 
 def _x402_on(request: Request) -> bool:
-    return request.app.state.x402 is not None
-
-
-def _card_signer(request: Request) -> Signer:
-    state = request.app.state
-    if state.card_signer is None:  # development: the key file, made once
-        state.card_signer = card_signer_for(state.settings)
-    return state.card_signer
+    return context_of(request).settings.x402_enabled
 
 
 @router.get("/.well-known/agent-card.json", summary="The A2A 1.0 agent card, signed (JWS)")
 async def card(request: Request) -> dict:
-    state = request.app.state
-    if state.agent_card is None:
-        state.agent_card = agent_card.signed_card(
-            state.settings, _card_signer(request), x402_enabled=_x402_on(request)
-        )
-    return state.agent_card
+    return context_of(request).part(PublishedCard).signed
 
 
 @router.get("/.well-known/jwks.json", summary="The key the agent card is signed with")
 async def jwks(request: Request) -> dict:
-    return agent_card.jwks_document(_card_signer(request))
+    return context_of(request).part(PublishedCard).jwks
 
 
 @router.get("/llms.txt", response_class=MarkdownResponse, summary="A concise guide for agents")
 async def llms(request: Request) -> MarkdownResponse:
-    text = discovery.llms_txt(request.app.state.settings, x402_enabled=_x402_on(request))
+    text = discovery.llms_txt(context_of(request).settings, x402_enabled=_x402_on(request))
     return MarkdownResponse(text)
 
 
@@ -66,16 +55,15 @@ async def llms(request: Request) -> MarkdownResponse:
     summary="The guide for agents with every operation of the OpenAPI document",
 )
 async def llms_full(request: Request) -> MarkdownResponse:
-    app = request.app
     text = discovery.llms_full_txt(
-        app.state.settings, app.openapi(), x402_enabled=_x402_on(request)
+        context_of(request).settings, request.app.openapi(), x402_enabled=_x402_on(request)
     )
     return MarkdownResponse(text)
 
 
 @router.get("/robots.txt", response_class=PlainTextResponse, summary="Crawling rules")
 async def robots(request: Request) -> PlainTextResponse:
-    return PlainTextResponse(discovery.robots_txt(request.app.state.settings))
+    return PlainTextResponse(discovery.robots_txt(context_of(request).settings))
 
 
 @router.get(
@@ -85,7 +73,7 @@ async def robots(request: Request) -> PlainTextResponse:
     responses={404: {"description": "no security contact is configured"}},
 )
 async def security(request: Request) -> PlainTextResponse:
-    settings = request.app.state.settings
+    settings = context_of(request).settings
     if not settings.security_contact:
         raise NotFound("No security contact is configured for this deployment.")
     return PlainTextResponse(discovery.security_txt(settings, now=clock.now()))

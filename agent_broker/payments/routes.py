@@ -10,6 +10,7 @@ from agent_broker.accounts.caller import Caller
 from agent_broker.db.dispatch import db_bound
 from agent_broker.db.session import ReadSession
 from agent_broker.http.client_ip import client_ip
+from agent_broker.http.context import context_of
 from agent_broker.http.policy import KEY_OR_SESSION, authenticated
 from agent_broker.http.responses import problems
 from agent_broker.http.routing import broker_router
@@ -32,12 +33,12 @@ async def create_invoice(
     # Read in a transaction of its own: the processor is called with none open.
     caller: Annotated[Caller, authenticated(kinds=KEY_OR_SESSION, detached=True)],
 ) -> dict:
-    state = request.app.state
+    context = context_of(request)
     return await service.create_invoice(
-        state.db,
-        state.settings,
-        state.operator_outbound,
-        state.rate_limiter,
+        context.db,
+        context.settings,
+        context.operator_outbound,
+        context.rate_limiter,
         caller.account_id,
         pack_count=body.pack_count,
         processor=body.processor,
@@ -60,10 +61,10 @@ def pay(address: str, session: ReadSession) -> HTMLResponse:
     "/processor-a", response_model=CallbackReceived, responses=problems(400, 401, 404, 409)
 )
 async def processor_a_callback(request: Request) -> dict:
-    state = request.app.state
+    context = context_of(request)
     return await callbacks.processor_a(
-        state.db,
-        state.settings,
+        context.db,
+        context.settings,
         await request.body(),
         content_type=request.headers.get("content-type", ""),
         signature=request.headers.get("x-webhook-signature"),
@@ -80,10 +81,10 @@ async def processor_a_callback(request: Request) -> dict:
     },
 )
 async def processor_b_callback(request: Request) -> PlainTextResponse:
-    state = request.app.state
+    context = context_of(request)
     answer = await callbacks.processor_b(
-        state.db,
-        state.settings,
+        context.db,
+        context.settings,
         await request.body(),
         content_type=request.headers.get("content-type", ""),
         query=dict(request.query_params),

@@ -9,6 +9,7 @@ from agent_broker.accounts.caller import Caller
 from agent_broker.db.dispatch import db_bound
 from agent_broker.db.session import ReadSession
 from agent_broker.http.client_ip import client_ip
+from agent_broker.http.context import context_of
 from agent_broker.http.policy import KEY_OR_OAUTH, authenticated
 from agent_broker.http.responses import problems
 from agent_broker.http.routing import broker_router
@@ -18,6 +19,7 @@ from agent_broker.reputation.schemas import (
     PublicReputation,
     ReputationAttestation,
 )
+from agent_broker.tokens.keys import Signer
 
 router = broker_router(prefix="/v1", tags=["reputation"])
 
@@ -36,7 +38,7 @@ def lookup(request: Request, handle: str, session: ReadSession) -> dict:
     return records.lookup(
         session,
         handle,
-        limiter=request.app.state.rate_limiter,
+        limiter=context_of(request).rate_limiter,
         source=client_ip(request),
         now=clock.now(),
     )
@@ -85,7 +87,7 @@ def attest(
         session,
         caller,
         body,
-        signer=request.app.state.signer,
-        limiter=request.app.state.rate_limiter,
+        signer=context_of(request).part(Signer),
+        limiter=context_of(request).rate_limiter,
         now=clock.now(),
     )

@@ -9,6 +9,7 @@ from agent_broker.accounts.caller import Caller
 from agent_broker.db.dispatch import db_bound
 from agent_broker.db.session import ReadSession, WriteSession
 from agent_broker.deals.schemas import DealPackage
+from agent_broker.http.context import context_of
 from agent_broker.http.idempotency import RequiredIdempotency, answer
 from agent_broker.http.policy import KEY_OR_OAUTH, authenticated
 from agent_broker.http.responses import problems
@@ -16,6 +17,7 @@ from agent_broker.http.routing import broker_router
 from agent_broker.http.screening import Screens
 from agent_broker.threads import sealing, service
 from agent_broker.threads.schemas import DiffRequest, ThreadOut, ThreadRead
+from agent_broker.tokens.keys import Signer
 
 router = broker_router(prefix="/v1", tags=["threads"])
 
@@ -50,7 +52,7 @@ def open_thread(
         body.diff,
         idempotency,
         screen=screens.for_caller(caller),
-        ttl=request.app.state.settings.thread_ttl,
+        ttl=context_of(request).settings.thread_ttl,
         now=clock.now(),
     )
     return answer(response, outcome)
@@ -154,7 +156,7 @@ def finalize_thread(
         caller.account,
         thread_id,
         idempotency,
-        signer=request.app.state.signer,
+        signer=context_of(request).part(Signer),
         now=clock.now(),
         one_time_token=caller.token,
     )

@@ -43,7 +43,8 @@ def raw_public(public_key: Ed25519PublicKey) -> bytes:
 
 @dataclass(frozen=True)
 class Signer:
-    """The key this process signs with. Built once per app (`app.state.signer`)."""
+    """The key this process signs with. Built once per app, a part of its context
+    (agent_broker.app.build_context)."""
 
     kid: str
     public_key: Ed25519PublicKey = field(repr=False, compare=False)

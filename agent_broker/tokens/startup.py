@@ -1,13 +1,13 @@
-"""Each app's signer: built and registered when the app starts.
+"""Each app's signer, registered when the app starts.
 
 The tokens router carries this lifespan, so every worker (`serve --workers N`, or a
-TestClient) loads its key before serving: a bad BROKER_SIGNING_KEY stops start-up, and the
-key is published before any token it signs can be handed out. Registration is idempotent,
-so workers starting together with one key agree."""
+TestClient) publishes its key before serving: the key is in the key document before any
+token it signs can be handed out. (The key itself is loaded when the app is built, so a
+bad BROKER_SIGNING_KEY stops start-up.) Registration is idempotent, so workers starting
+together with one key agree."""
 
 from __future__ import annotations
 
-import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -17,23 +17,11 @@ from starlette.concurrency import run_in_threadpool
 
 from agent_broker import clock
 from agent_broker.db.engine import Database
+from agent_broker.http.context import app_context
 from agent_broker.tokens import registry
-from agent_broker.tokens.keys import Signer, signer_for
+from agent_broker.tokens.keys import Signer
 
 log = structlog.get_logger("agent_broker.tokens")
-_lock = threading.Lock()
-
-
-def signer_of(app: FastAPI) -> Signer:
-    """`app.state.signer`, built on first use when the app was never started through its
-    lifespan (the key is then not registered by this process)."""
-    signer: Signer | None = getattr(app.state, "signer", None)
-    if signer is None:
-        with _lock:
-            signer = getattr(app.state, "signer", None)
-            if signer is None:
-                signer = app.state.signer = signer_for(app.state.settings)
-    return signer
 
 
 def register(db: Database, signer: Signer) -> None:
@@ -45,6 +33,6 @@ def register(db: Database, signer: Signer) -> None:
 
 @asynccontextmanager
 async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-    signer = signer_of(app)
-    await run_in_threadpool(register, app.state.db, signer)
+    context = app_context(app)
+    await run_in_threadpool(register, context.db, context.part(Signer))
     yield

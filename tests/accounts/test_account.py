@@ -20,13 +20,13 @@ SEED_FACET = {"rating_sum": 5, "rating_count": 1, "finalized_count": 0, "non_del
 
 
 def _set_status(app, account_id: str, status: str) -> None:
-    with app.state.db.writer() as session:
+    with app.state.context.db.writer() as session:
         session.get(Account, account_id).status = status
         session.commit()
 
 
 def _stored_hash(app, account_id: str) -> str:
-    with app.state.db.reader() as session:
+    with app.state.context.db.reader() as session:
         return session.get(Account, account_id).api_key_hash
 
 

@@ -18,7 +18,7 @@ def test_admin_credit_is_journalled_and_shows_in_the_balance(app, client, broker
     account = client.get("/v1/account", headers=agent.headers).json()
     assert account["balance_micro"] == 2_500_000
     assert account["reputation"]["funded"] is False
-    with app.state.db.reader() as session:
+    with app.state.context.db.reader() as session:
         entry = session.scalars(select(JournalEntry)).one()
     assert (entry.kind, entry.memo, entry.real_money) == ("admin_credit", "launch promo", False)
 

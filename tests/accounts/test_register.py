@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from types import SimpleNamespace
 
 import pytest
 from fastapi.testclient import TestClient
@@ -28,7 +29,7 @@ SETUP_REQUIRED = {
 
 
 def _count_accounts(app) -> int:
-    with app.state.db.reader() as session:
+    with app.state.context.db.reader() as session:
         return session.scalar(select(func.count()).select_from(Account))
 
 
@@ -261,8 +262,11 @@ def test_idempotent_replay_is_not_counted_by_the_rate_limit(make_app):
 
 
 class _FakeApp:
+    """Only what client_ip reads: the context's settings."""
+
     def __init__(self, settings: Settings) -> None:
-        self.state = type("State", (), {"settings": settings})()
+        context = SimpleNamespace(settings=settings)
+        self.state = SimpleNamespace(context=context)
 
 
 def _request(peer: str, forwarded: str | None, trusted: str) -> Request:

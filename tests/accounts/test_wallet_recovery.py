@@ -47,7 +47,7 @@ def app(make_app: Callable[..., FastAPI], x402_settings, jwks_path) -> FastAPI:
 def linked_wallet(app: FastAPI, account_id: str) -> LocalAccount:
     """A new wallet linked to the account, as its first x402 payment would link it."""
     holder = Account.create()
-    with app.state.db.writer() as session:
+    with app.state.context.db.writer() as session:
         identities.link(session, WALLET_ISSUER, holder.address.lower(), account_id, now=clock.now())
         session.commit()
     return holder
@@ -299,7 +299,7 @@ def test_a_bad_address_is_refused(client):
 
 
 def _stored(app: FastAPI) -> int:
-    with app.state.db.reader() as session:
+    with app.state.context.db.reader() as session:
         return session.scalar(select(func.count()).select_from(WalletChallenge)) or 0
 
 

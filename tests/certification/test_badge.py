@@ -279,7 +279,7 @@ def test_a_lapsed_period_takes_the_badge_at_once_everywhere(
     assert status(client, subscriber)["subscribed"] is False
     # The daily update, within 7 days of those checks, does not give it back either.
     assert run(app, "certification-badges") == "updated 1 badges, 0 certified"
-    with app.state.db.reader() as session:
+    with app.state.context.db.reader() as session:
         assert record_of(session, subscriber.account_id).public_certified is False
 
 

@@ -117,7 +117,7 @@ def test_six_tests_an_hour_then_429(app, client, challenge_server, prover):
         assert free_test(client, prover).status_code == 200
     refused = assert_problem(free_test(client, prover), 429, "rate_limited")
     assert int(refused["retryAfterSeconds"]) > 0
-    with app.state.db.reader() as session:
+    with app.state.context.db.reader() as session:
         count = session.scalar(select(func.count()).select_from(CertificationCheck))
     assert count == 6
 

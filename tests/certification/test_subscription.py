@@ -182,6 +182,6 @@ def test_a_disabled_account_is_not_renewed(app, client, challenge_server, prover
     assert client.post("/dashboard/keys", headers=prover.headers).status_code == 200  # disable
     clock.advance(timedelta(days=30, minutes=30))
     assert run(app, "certification-checks").startswith("renewed 0, lapsed 1")
-    with app.state.db.reader() as session:
+    with app.state.context.db.reader() as session:
         assert record_of(session, prover.account_id).renew is False
         assert wallet(session, prover.account_id, now=clock.now()).spendable_micro == PERIOD_MICRO

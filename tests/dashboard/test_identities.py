@@ -52,7 +52,7 @@ def link_oauth(client: TestClient, agent: Agent, token: str) -> None:
 
 
 def link_directly(app: FastAPI, account_id: str, issuer: str, subject: str) -> None:
-    with app.state.db.writer() as session:
+    with app.state.context.db.writer() as session:
         identities.link(session, issuer, subject, account_id, now=clock.now())
         session.commit()
 

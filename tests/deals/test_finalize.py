@@ -17,7 +17,7 @@ from tests.support.market import DEAL_FEE, close, finalize, offer, open_thread, 
 
 
 def _deal_fees(app) -> int:
-    with app.state.db.reader() as session:
+    with app.state.context.db.reader() as session:
         return session.scalar(
             select(func.count()).select_from(JournalEntry).where(JournalEntry.kind == "deal_fee")
         )
@@ -175,10 +175,10 @@ def test_deals_are_for_the_parties_and_purged_after_seven_days(app, client, mark
     assert_problem(
         client.get(f"/v1/deals/{deal}", headers=market.opener.headers), 410, "deal_purged"
     )
-    assert run_job(app.state.db, app.state.settings, "purge-deals") == "purged 1 deals"
+    assert run_job(app.state.context, "purge-deals") == "purged 1 deals"
     from agent_broker.deals.models import Deal
 
-    with app.state.db.reader() as session:
+    with app.state.context.db.reader() as session:
         row = session.get(Deal, deal)
         assert row.status == "purged"
         assert row.poster_contact_email is None and row.negotiator_route is None

@@ -101,7 +101,7 @@ def test_from_registration_to_a_thread_on_the_grant_alone(app, client, challenge
     for account in (seller_account, buyer_account):
         assert account["reputation"]["domain_verified"] is True
         assert account["reputation"]["funded"] is False
-    with app.state.db.reader() as session:
+    with app.state.context.db.reader() as session:
         grants = session.scalars(
             select(JournalEntry.real_money).where(JournalEntry.kind == "domain_grant")
         ).all()

@@ -115,7 +115,7 @@ def test_a_verify_waiting_on_its_fetch_holds_no_database_connection(
 
         with _verify_held(base_url, challenge_server, prover, token) as (pending, _fetched):
             # Nothing else is in flight: no connection is checked out of the pool.
-            assert app.state.db.engine.pool.checkedout() == 0
+            assert app.state.context.db.engine.pool.checkedout() == 0
             reads = []
             for agent in (other, prover):
                 response, took = _timed(
@@ -133,6 +133,6 @@ def test_a_verify_waiting_on_its_fetch_holds_no_database_connection(
             assert written.status_code == 204, written.text
             assert max(*reads, write_took) < PROMPT, (reads, write_took)
             assert not pending.done(), "the verify finished before the other requests were made"
-            assert app.state.db.engine.pool.checkedout() == 0
+            assert app.state.context.db.engine.pool.checkedout() == 0
             _assert_verified(pending)
         assert http.get("/v1/account", headers=prover.headers).json()["balance_micro"] == GRANT

@@ -29,7 +29,7 @@ from tests.support.tls import Answer
 
 def grant_entries(app) -> list[tuple[str, int, bool]]:
     """(wallet, amount, real_money) of every domain_grant journal entry."""
-    with app.state.db.reader() as session:
+    with app.state.context.db.reader() as session:
         rows = session.execute(
             select(Posting.account_code, Posting.amount_micro, JournalEntry.real_money)
             .join(JournalEntry, JournalEntry.sequence == Posting.entry_sequence)

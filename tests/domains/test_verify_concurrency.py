@@ -55,7 +55,7 @@ def _grant_entries(app: FastAPI, account_id: str | None = None) -> tuple[int, in
     any (counted on the grants book's side)."""
     code = books.wallet_code(account_id) if account_id else books.GRANTS
     sign = 1 if account_id else -1
-    with app.state.db.reader() as session:
+    with app.state.context.db.reader() as session:
         count, total = session.execute(
             select(
                 func.count(JournalEntry.sequence), func.coalesce(func.sum(Posting.amount_micro), 0)

@@ -66,7 +66,7 @@ def app(make_app) -> FastAPI:
 
 
 def _charges(app) -> int:
-    with app.state.db.reader() as session:
+    with app.state.context.db.reader() as session:
         return session.scalar(
             select(func.count()).select_from(JournalEntry).where(JournalEntry.kind == "test")
         )
@@ -147,7 +147,9 @@ def test_a_key_past_retention_is_forgotten(app, client):
     fund(app, agent.account_id, 1_000)
     headers = {**agent.headers, "Idempotency-Key": new_key()}
     client.post("/test/charges", json={"amount_micro": 100}, headers=headers)
-    clock.advance(timedelta(hours=app.state.settings.idempotency_retention_hours, seconds=1))
+    clock.advance(
+        timedelta(hours=app.state.context.settings.idempotency_retention_hours, seconds=1)
+    )
     again = client.post("/test/charges", json={"amount_micro": 100}, headers=headers)
     assert again.json() == {"charged": 100, "left": 800}
     assert _charges(app) == 2
@@ -193,7 +195,7 @@ def test_concurrent_registrations_with_one_key_create_one_account(app, client, l
     assert statuses == [200] * 9 + [201]
     assert len({r.json()["account_id"] for r in responses}) == 1
     assert sum("api_key" in r.json() for r in responses) == 1
-    with app.state.db.reader() as session:
+    with app.state.context.db.reader() as session:
         assert session.scalar(select(func.count()).select_from(Account)) == 1
 
 
@@ -233,10 +235,10 @@ def test_a_key_is_replayed_the_same_from_a_call_made_without_http(app, client):
         calls.append(1)
         return Outcome(201, {"n": len(calls)})
 
-    with app.state.db.writer() as session:
+    with app.state.context.db.writer() as session:
         first = run_once(session, "acct", key, compute, now=clock.now())
         session.commit()
-    with app.state.db.writer() as session:
+    with app.state.context.db.writer() as session:
         again = run_once(session, "acct", key, compute, now=clock.now())
         other = IdempotencyKey(
             key="door-1",

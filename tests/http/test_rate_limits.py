@@ -104,7 +104,7 @@ def test_registration_limit_is_shared_across_workers_through_redis(make_app, red
 
     limit = "2/hour"
     apps = [make_app(redis_url=redis_url, register_rate_limit=limit) for _ in range(2)]
-    apps[0].state.rate_limiter.reset()
+    apps[0].state.context.rate_limiter.reset()
     with TestClient(apps[0]) as one, TestClient(apps[1]) as two:
         assert one.post("/v1/account/register", json={"accepted_terms": True}).status_code == 201
         assert two.post("/v1/account/register", json={"accepted_terms": True}).status_code == 201

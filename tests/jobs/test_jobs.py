@@ -21,7 +21,7 @@ def lapsed_hold(app, client) -> str:
     """A fresh account's hold that lapses one minute from now; returns the hold id."""
     agent = register(client)
     fund(app, agent.account_id, HOLD)
-    with app.state.db.writer() as session:
+    with app.state.context.db.writer() as session:
         now = clock.now()
         hold_id = take_hold(
             session,
@@ -39,7 +39,7 @@ def lapsed_hold(app, client) -> str:
 
 def hold_state(app, hold_id: str) -> tuple[str, int]:
     """The hold's status and the amount its wallet still counts as held."""
-    with app.state.db.reader() as session:
+    with app.state.context.db.reader() as session:
         hold = session.get(Hold, hold_id)
         held = session.scalar(
             select(LedgerAccount.held_micro).where(LedgerAccount.code == hold.wallet_code)
@@ -48,7 +48,7 @@ def hold_state(app, hold_id: str) -> tuple[str, int]:
 
 
 def lease(app, name: str) -> JobLease:
-    with app.state.db.reader() as session:
+    with app.state.context.db.reader() as session:
         return session.get(JobLease, name)
 
 
@@ -73,9 +73,10 @@ def test_jobs_list_prints_each_job_name_first_then_its_period():
 
 
 def test_a_job_held_by_another_runner_does_not_run(app, client):
-    db, settings = app.state.db, app.state.settings
+    context = app.state.context
+    db = context.db
     first = lapsed_hold(app, client)
-    assert run_job(db, settings, "expire-holds") == "settled 1 lapsed holds"
+    assert run_job(context, "expire-holds") == "settled 1 lapsed holds"
     assert hold_state(app, first) == ("lapsed", 0)
 
     second = lapsed_hold(app, client)
@@ -86,12 +87,12 @@ def test_a_job_held_by_another_runner_does_not_run(app, client):
             .values(holder="other-replica", lease_until=clock.now() + LEASE_TTL)
         )
         session.commit()
-    assert run_job(db, settings, "expire-holds") is None
+    assert run_job(context, "expire-holds") is None
     assert hold_state(app, second) == ("active", HOLD)
     assert lease(app, "expire-holds").holder == "other-replica"
 
     clock.advance(LEASE_TTL + timedelta(seconds=1))  # a crashed holder's lease runs out
-    assert run_job(db, settings, "expire-holds") == "settled 1 lapsed holds"
+    assert run_job(context, "expire-holds") == "settled 1 lapsed holds"
     assert hold_state(app, second) == ("lapsed", 0)
     taken = lease(app, "expire-holds")
     assert taken.holder != "other-replica"
@@ -100,17 +101,17 @@ def test_a_job_held_by_another_runner_does_not_run(app, client):
 
 
 def test_a_scheduled_run_waits_for_the_period(app, client):
-    db, settings = app.state.db, app.state.settings
+    context = app.state.context
     first = lapsed_hold(app, client)
-    assert run_job(db, settings, "expire-holds", only_if_due=True) == "settled 1 lapsed holds"
+    assert run_job(context, "expire-holds", only_if_due=True) == "settled 1 lapsed holds"
     assert hold_state(app, first) == ("lapsed", 0)
 
     second = lapsed_hold(app, client)  # two minutes later: the period has not elapsed
-    assert run_job(db, settings, "expire-holds", only_if_due=True) is None
+    assert run_job(context, "expire-holds", only_if_due=True) is None
     assert hold_state(app, second) == ("active", HOLD)
 
     clock.advance(JOBS["expire-holds"].period)
-    assert run_job(db, settings, "expire-holds", only_if_due=True) == "settled 1 lapsed holds"
+    assert run_job(context, "expire-holds", only_if_due=True) == "settled 1 lapsed holds"
     assert hold_state(app, second) == ("lapsed", 0)
 
 
@@ -130,8 +131,8 @@ def test_jobs_run_from_the_command_line(database_url, monkeypatch, app, client):
 
 def test_a_lapsed_hold_is_given_back_not_charged(app, client):
     hold_id = lapsed_hold(app, client)
-    assert run_job(app.state.db, app.state.settings, "expire-holds") == "settled 1 lapsed holds"
-    with app.state.db.reader() as session:
+    assert run_job(app.state.context, "expire-holds") == "settled 1 lapsed holds"
+    with app.state.context.db.reader() as session:
         hold = session.get(Hold, hold_id)
         wallet = session.get(LedgerAccount, hold.wallet_code)
         assert hold.settled_at is not None

@@ -13,8 +13,8 @@ def open_account(app: FastAPI):
     """Create an account (and its wallet) straight through the service layer."""
 
     def make() -> str:
-        settings = app.state.settings
-        with app.state.db.writer() as session:
+        settings = app.state.context.settings
+        with app.state.context.db.writer() as session:
             made = register(
                 session,
                 settings,

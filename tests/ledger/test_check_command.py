@@ -45,7 +45,7 @@ def test_each_problem_is_a_line_and_the_exit_status_is_1(app, check, open_accoun
     seal_now(app)
     tamper(app, "UPDATE ledger_entries SET memo = 'x' WHERE sequence = 2")
     code = books.wallet_code(account)
-    with app.state.db.engine.begin() as conn:
+    with app.state.context.db.engine.begin() as conn:
         conn.execute(
             text("UPDATE ledger_accounts SET total_micro = total_micro + 1 WHERE code = :c"),
             {"c": code},
@@ -68,7 +68,7 @@ def test_it_stores_no_verdict(app, check):
     tamper(app, "UPDATE ledger_entries SET memo = 'x' WHERE sequence = 1")
     assert check().exit_code == 1
     assert stored_verdict(app) == stored  # still the sealer's `ok`
-    with app.state.db.engine.begin() as conn:
+    with app.state.context.db.engine.begin() as conn:
         conn.execute(text("DELETE FROM ledger_verdicts"))
     assert check().exit_code == 1
     assert stored_verdict(app) is None

@@ -38,7 +38,7 @@ def test_parallel_holds_succeed_exactly_as_many_times_as_affordable(app, open_ac
     fund(app, account, 5_500_000)  # affords five holds of 1,000,000
 
     def hold():
-        with app.state.db.writer() as session:
+        with app.state.context.db.writer() as session:
             now = clock.now()
             take_hold(
                 session, account, 1_000_000, reference="t", expires_at=now + timedelta(1), now=now
@@ -47,7 +47,7 @@ def test_parallel_holds_succeed_exactly_as_many_times_as_affordable(app, open_ac
 
     outcomes = _in_parallel(WORKERS, hold)
     assert outcomes.count(True) == 5
-    with app.state.db.writer() as session:
+    with app.state.context.db.writer() as session:
         view = wallet(session, account, now=clock.now())
         active = session.scalar(
             select(func.count()).select_from(Hold).where(Hold.status == "active")
@@ -60,7 +60,7 @@ def test_parallel_charges_never_overdraw(app, open_account):
     fund(app, account, 1_000_000)
 
     def pay():
-        with app.state.db.writer() as session:
+        with app.state.context.db.writer() as session:
             charge(
                 session, account, 300_000, sink=books.FEES, kind="t", memo="fee", now=clock.now()
             )
@@ -68,7 +68,7 @@ def test_parallel_charges_never_overdraw(app, open_account):
 
     outcomes = _in_parallel(WORKERS, pay)
     assert outcomes.count(True) == 3
-    with app.state.db.writer() as session:
+    with app.state.context.db.writer() as session:
         assert wallet(session, account, now=clock.now()).spendable_micro == 100_000
         fees = session.scalar(
             select(func.count()).select_from(JournalEntry).where(JournalEntry.kind == "t")
@@ -79,7 +79,7 @@ def test_parallel_charges_never_overdraw(app, open_account):
 def test_a_lapsed_hold_is_settled_once_when_readers_race(app, open_account):
     account = open_account()
     fund(app, account, 3_000_000)
-    with app.state.db.writer() as session:
+    with app.state.context.db.writer() as session:
         now = clock.now()
         for _ in range(3):
             take_hold(
@@ -95,12 +95,12 @@ def test_a_lapsed_hold_is_settled_once_when_readers_race(app, open_account):
     settled = []
 
     def settle():
-        with app.state.db.writer() as session:
+        with app.state.context.db.writer() as session:
             settled.append(settle_lapsed_holds(session, now=clock.now(), account_id=account))
             session.commit()
 
     _in_parallel(8, settle)
     assert sum(settled) == 3
-    with app.state.db.writer() as session:
+    with app.state.context.db.writer() as session:
         view = wallet(session, account, now=clock.now())
     assert (view.spendable_micro, view.held_micro) == (3_000_000, 0)

@@ -21,7 +21,7 @@ def _fee(session: Session, account: str, *, sink: str = books.FEES) -> None:
 def test_fees_reach_every_subscriber_only_when_their_transaction_commits(app, open_account):
     account = open_account()
     fund(app, account, 10 * FEE)
-    factory = sessionmaker(bind=app.state.db.engine)
+    factory = sessionmaker(bind=app.state.context.db.engine)
     first: list[tuple[str, int]] = []
     second: list[tuple[str, int]] = []
     events.on_fees_committed(factory, lambda kind, amount: first.append((kind, amount)))
@@ -45,7 +45,7 @@ def test_fees_reach_every_subscriber_only_when_their_transaction_commits(app, op
         _fee(session, account)
     assert len(first) == 2  # rolled back, then closed without a commit
     # Sessions of other factories publish nothing to these subscribers.
-    with app.state.db.writer() as session:
+    with app.state.context.db.writer() as session:
         _fee(session, account)
         session.commit()
     assert len(first) == 2
@@ -58,8 +58,10 @@ def test_a_light_sessions_fees_are_published_by_its_own_commit(app, open_account
     account = open_account()
     fund(app, account, 10 * FEE)
     told: list[tuple[str, int]] = []
-    events.on_fees_committed(app.state.db.writer, lambda kind, amount: told.append((kind, amount)))
-    with app.state.db.writer() as session:
+    events.on_fees_committed(
+        app.state.context.db.writer, lambda kind, amount: told.append((kind, amount))
+    )
+    with app.state.context.db.writer() as session:
         _fee(session, account)
         assert session.get_transaction() is None  # prepared statements only
         session.commit()

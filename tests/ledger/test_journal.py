@@ -13,19 +13,19 @@ from agent_broker.ledger.service import charge, credit, wallet
 
 
 def _entries(app) -> int:
-    with app.state.db.reader() as session:
+    with app.state.context.db.reader() as session:
         return session.scalar(select(func.count()).select_from(JournalEntry))
 
 
 def test_credit_then_charge_moves_the_balance_and_journals_both(app, open_account):
     account = open_account()
-    with app.state.db.writer() as session:
+    with app.state.context.db.writer() as session:
         credit(
             session, account, 1_000_000, source=books.OPERATOR, kind="t", memo="in", now=clock.now()
         )
         charge(session, account, 400_000, sink=books.FEES, kind="t", memo="fee", now=clock.now())
         session.commit()
-    with app.state.db.writer() as session:
+    with app.state.context.db.writer() as session:
         view = wallet(session, account, now=clock.now())
         assert (view.spendable_micro, view.held_micro, view.funded) == (600_000, 0, False)
         postings = session.execute(
@@ -41,7 +41,7 @@ def test_credit_then_charge_moves_the_balance_and_journals_both(app, open_accoun
 
 def test_real_money_credit_marks_the_wallet_funded_for_good(app, open_account):
     account = open_account()
-    with app.state.db.writer() as session:
+    with app.state.context.db.writer() as session:
         credit(
             session,
             account,
@@ -54,7 +54,7 @@ def test_real_money_credit_marks_the_wallet_funded_for_good(app, open_account):
         )
         charge(session, account, 500_000, sink=books.FEES, kind="t", memo="fee", now=clock.now())
         session.commit()
-    with app.state.db.writer() as session:
+    with app.state.context.db.writer() as session:
         view = wallet(session, account, now=clock.now())
     assert view.spendable_micro == 0
     assert view.funded is True
@@ -62,14 +62,14 @@ def test_real_money_credit_marks_the_wallet_funded_for_good(app, open_account):
 
 def test_a_charge_beyond_the_balance_is_refused_and_writes_nothing(app, open_account):
     account = open_account()
-    with app.state.db.writer() as session:
+    with app.state.context.db.writer() as session:
         credit(session, account, 100, source=books.OPERATOR, kind="t", memo="in", now=clock.now())
         session.commit()
     before = _entries(app)
-    with app.state.db.writer() as session, pytest.raises(InsufficientFunds):
+    with app.state.context.db.writer() as session, pytest.raises(InsufficientFunds):
         charge(session, account, 101, sink=books.FEES, kind="t", memo="fee", now=clock.now())
     assert _entries(app) == before
-    with app.state.db.writer() as session:
+    with app.state.context.db.writer() as session:
         assert wallet(session, account, now=clock.now()).spendable_micro == 100
 
 
@@ -83,13 +83,13 @@ def test_a_charge_beyond_the_balance_is_refused_and_writes_nothing(app, open_acc
     ],
 )
 def test_unbalanced_or_non_integer_entries_are_refused(app, postings):
-    with app.state.db.writer() as session, pytest.raises(UnbalancedEntry):
+    with app.state.context.db.writer() as session, pytest.raises(UnbalancedEntry):
         post_entry(session, kind="t", memo="bad", postings=postings, now=clock.now())
 
 
 def test_every_entry_sums_to_zero(app, open_account):
     account = open_account()
-    with app.state.db.writer() as session:
+    with app.state.context.db.writer() as session:
         for amount in (7, 11, 13):
             credit(
                 session,
@@ -102,7 +102,7 @@ def test_every_entry_sums_to_zero(app, open_account):
             )
         charge(session, account, 20, sink=books.FEES, kind="t", memo="fee", now=clock.now())
         session.commit()
-    with app.state.db.reader() as session:
+    with app.state.context.db.reader() as session:
         sums = session.execute(
             select(Posting.entry_sequence, func.sum(Posting.amount_micro)).group_by(
                 Posting.entry_sequence
@@ -116,23 +116,23 @@ def test_every_entry_sums_to_zero(app, open_account):
 @pytest.mark.parametrize("statement", ["UPDATE {t} SET {c} = {c}", "DELETE FROM {t}"])
 def test_the_journal_is_append_only_in_the_database(app, open_account, table, statement):
     account = open_account()
-    with app.state.db.writer() as session:
+    with app.state.context.db.writer() as session:
         credit(session, account, 10, source=books.OPERATOR, kind="t", memo="in", now=clock.now())
         session.commit()
     column = "memo" if table == "ledger_entries" else "amount_micro"
-    with app.state.db.writer() as session, pytest.raises(DBAPIError):
+    with app.state.context.db.writer() as session, pytest.raises(DBAPIError):
         session.execute(text(statement.format(t=table, c=column)))
     assert _entries(app) == 1
 
 
 def test_the_database_refuses_a_negative_wallet(app, open_account):
     account = open_account()
-    with app.state.db.writer() as session, pytest.raises(IntegrityError):
+    with app.state.context.db.writer() as session, pytest.raises(IntegrityError):
         session.execute(
             text("UPDATE ledger_accounts SET total_micro = -1 WHERE code = :c"),
             {"c": books.wallet_code(account)},
         )
-    with app.state.db.writer() as session, pytest.raises(IntegrityError):
+    with app.state.context.db.writer() as session, pytest.raises(IntegrityError):
         session.execute(
             text("UPDATE ledger_accounts SET held_micro = total_micro + 1 WHERE code = :c"),
             {"c": books.wallet_code(account)},

@@ -27,12 +27,12 @@ PATH = "/v1/ledger/verify"
 def _sql(app, statement: str, **params: object) -> None:
     """Change a row the way a stray script or a bug would (these tables have no
     append-only triggers)."""
-    with app.state.db.engine.begin() as conn:
+    with app.state.context.db.engine.begin() as conn:
         conn.execute(text(statement), params)
 
 
 def _found(app) -> list[tuple[int | None, str, str]]:
-    found = audit(app.state.db.engine, reveal_ids=True).found
+    found = audit(app.state.context.db.engine, reveal_ids=True).found
     return [(p.sequence, p.kind, p.detail) for p in found.problems]
 
 
@@ -48,7 +48,7 @@ def _thread(client, app) -> tuple[str, str]:
     opened = open_thread(client, trader(app, client), listing.json()["id"])
     assert opened.status_code == 201, opened.text
     thread_id = opened.json()["id"]
-    with app.state.db.reader() as session:
+    with app.state.context.db.reader() as session:
         hold_id = session.scalar(
             text("SELECT hold_id FROM threads WHERE id = :t"), {"t": thread_id}
         )
@@ -73,7 +73,7 @@ def test_a_ledger_moved_only_by_the_service_reconciles(client, app):
         f"/v1/threads/{won}/finalize", headers={**poster.headers, "Idempotency-Key": new_key()}
     )
     assert sealed.status_code == 201, sealed.text
-    with app.state.db.reader() as session:
+    with app.state.context.db.reader() as session:
         states = session.execute(
             text("SELECT t.status, h.status FROM threads t JOIN ledger_holds h ON h.id = t.hold_id")
         ).all()
@@ -97,11 +97,11 @@ def test_lapse_settled_lazily_on_either_side_is_not_a_mismatch(client, app):
     clock.advance(timedelta(days=8))
     assert _found(app) == []
     # The expiry job closed the thread; the hold has not been given back yet.
-    run_job(app.state.db, app.state.settings, "expire-threads")
+    run_job(app.state.context, "expire-threads")
     assert _found(app) == []
-    run_job(app.state.db, app.state.settings, "expire-holds")
+    run_job(app.state.context, "expire-holds")
     assert _found(app) == []
-    with app.state.db.reader() as session:
+    with app.state.context.db.reader() as session:
         states = session.execute(
             text(
                 "SELECT t.status, h.status FROM threads t JOIN ledger_holds h"
@@ -115,7 +115,7 @@ def test_lapse_settled_lazily_on_either_side_is_not_a_mismatch(client, app):
 def test_a_hold_lapsed_before_its_thread_was_closed_is_not_a_mismatch(client, app):
     _thread(client, app)
     clock.advance(timedelta(days=8))
-    run_job(app.state.db, app.state.settings, "expire-holds")  # thread still `open`
+    run_job(app.state.context, "expire-holds")  # thread still `open`
     assert _found(app) == []
 
 
@@ -159,7 +159,7 @@ def test_a_wallet_without_postings_must_hold_nothing(app, open_account):
 
 def test_a_held_amount_that_differs_from_the_active_holds_is_reported(client, app):
     _, hold_id = _thread(client, app)
-    with app.state.db.reader() as session:
+    with app.state.context.db.reader() as session:
         code = session.scalar(
             text("SELECT wallet_code FROM ledger_holds WHERE id = :h"), {"h": hold_id}
         )
@@ -176,7 +176,7 @@ def test_a_held_amount_that_differs_from_the_active_holds_is_reported(client, ap
 def test_a_hold_settled_without_giving_its_amount_back_is_reported(app, open_account):
     account = open_account()
     fund(app, account, 3_000_000)
-    with app.state.db.writer() as session:
+    with app.state.context.db.writer() as session:
         now = clock.now()
         take_hold(
             session, account, 1_000, reference="x", expires_at=now + timedelta(days=1), now=now
@@ -241,7 +241,7 @@ def test_an_active_hold_whose_thread_is_no_longer_open_is_reported(client, app, 
 def test_the_lapse_allowance_starts_at_the_hold_end_less_the_clock_tolerance(client, app):
     thread_id, _ = _thread(client, app)
     _sql(app, "UPDATE threads SET status = 'closed' WHERE id = :t", t=thread_id)
-    with app.state.db.reader() as session:
+    with app.state.context.db.reader() as session:
         expires = session.scalar(select(Hold.expires_at))
     until_allowed = expires - CLOCK_TOLERANCE - clock.now()
     with clock.travel(until_allowed - timedelta(minutes=1)):
@@ -257,7 +257,7 @@ def test_the_lapse_allowance_starts_at_the_hold_end_less_the_clock_tolerance(cli
 def test_every_mismatch_is_counted_past_the_listing_cap(app, open_account):
     accounts = [open_account() for _ in range(3)]
     _sql(app, "UPDATE ledger_accounts SET total_micro = 7 WHERE kind = 'wallet'")
-    found = audit(app.state.db.engine, listed=2, reveal_ids=True).found
+    found = audit(app.state.context.db.engine, listed=2, reveal_ids=True).found
     assert found.problem_count == 3
     assert [p.detail.split()[4] for p in found.problems] == sorted(
         books.wallet_code(a) for a in accounts

@@ -46,7 +46,7 @@ def test_a_chain_resealed_from_genesis_over_unaltered_rows_is_reported(client, a
     run = seal_now(app)  # seals every row again: the same hashes, a new checkpoint
     assert run.sealed == 3 and seals(app) == before
     # The chain on its own verifies: only the mark tells.
-    assert sealer.verify(app.state.db.engine).problems == []
+    assert sealer.verify(app.state.context.db.engine).problems == []
     assert run.status == "broken"
     body = client.get(PATH).json()
     assert body["problems"] == [
@@ -68,7 +68,7 @@ def test_a_row_altered_then_resealed_from_genesis_is_reported(client, app):
     seal_now(app)
     tamper(app, "UPDATE ledger_entries SET memo = 'refund' WHERE sequence = 2", *FORGET_CHAIN)
     seal_now(app)
-    assert sealer.verify(app.state.db.engine).problems == []
+    assert sealer.verify(app.state.context.db.engine).problems == []
     assert _problems(client) == [(3, "chain_regressed")]
 
 
@@ -86,7 +86,7 @@ def test_a_head_that_went_back_is_reported(client, app):
         "DELETE FROM ledger_seals WHERE sequence > 2",
         "DELETE FROM ledger_checkpoints WHERE sequence > 2",
     )
-    assert sealer.verify(app.state.db.engine).problems == []
+    assert sealer.verify(app.state.context.db.engine).problems == []
     run = run_sealer(app)
     assert (run.status, run.problem_count) == ("broken", 1)
     body = client.get(PATH).json()

@@ -31,18 +31,18 @@ from tests.support.ledger import (
 
 
 def _served(app) -> dict:
-    with app.state.db.reader() as session:
+    with app.state.context.db.reader() as session:
         served = verdict.serve(session, now=clock.now())
     return {"code": served.status_code, **served.body}
 
 
 def _problems(app) -> list[tuple[int | None, str]]:
-    found = sealer.verify(app.state.db.engine)
+    found = sealer.verify(app.state.context.db.engine)
     return [(p.sequence, p.kind) for p in found.problems]
 
 
 def _entry(app, sequence: int) -> SealedEntry:
-    with app.state.db.reader() as session:
+    with app.state.context.db.reader() as session:
         row = session.get(JournalEntry, sequence)
         postings = session.execute(
             select(Posting.id, Posting.account_code, Posting.amount_micro)
@@ -86,7 +86,7 @@ def test_the_run_stops_at_the_first_row_inside_the_margin(app):
     clock.advance(PAST_MARGIN)
     journal(app, 1)
     # The third row claims an older time than the second (a request that took a while).
-    with app.state.db.writer() as session:
+    with app.state.context.db.writer() as session:
         post_entry(
             session,
             kind="t",
@@ -120,7 +120,7 @@ def test_a_checkpoint_records_each_run_that_sealed_something(app):
     seal_now(app)
     chain = seals(app)
     assert checkpoints(app) == [(2, chain[1][2]), (3, chain[2][2])]
-    with app.state.db.reader() as session:
+    with app.state.context.db.reader() as session:
         sealed_at = session.execute(text("SELECT sealed_at FROM ledger_checkpoints")).all()
     assert len(sealed_at) == 2
 
@@ -144,20 +144,20 @@ def test_a_verdict_with_nothing_sealed_is_stored_as_such(app):
     run_sealer(app)  # the row is inside the margin
     served = _served(app)
     assert served["code"] == 404 and served["status"] == "unavailable"
-    with app.state.db.reader() as session:
+    with app.state.context.db.reader() as session:
         assert sealer.latest_verdict_status(session) == "unavailable"
 
 
 def test_latest_verdict_status_follows_the_stored_verdict(app):
-    with app.state.db.reader() as session:
+    with app.state.context.db.reader() as session:
         assert sealer.latest_verdict_status(session) is None
     journal(app, 2)
     seal_now(app)
-    with app.state.db.reader() as session:
+    with app.state.context.db.reader() as session:
         assert sealer.latest_verdict_status(session) == "ok"
     tamper(app, "UPDATE ledger_entries SET memo = 'x' WHERE sequence = 1")
     run_sealer(app)
-    with app.state.db.reader() as session:
+    with app.state.context.db.reader() as session:
         assert sealer.latest_verdict_status(session) == "broken"
 
 
@@ -175,7 +175,7 @@ def test_sealing_continues_in_batches(app, monkeypatch):
 def test_seals_and_checkpoints_are_append_only_in_the_database(app, table, statement):
     journal(app, 2)
     seal_now(app)
-    with app.state.db.writer() as session, pytest.raises(DBAPIError):
+    with app.state.context.db.writer() as session, pytest.raises(DBAPIError):
         session.execute(text(statement.format(t=table)))
     assert len(seals(app)) == 2 and len(checkpoints(app)) == 1
 
@@ -191,7 +191,7 @@ def test_a_run_that_lost_the_race_writes_nothing_and_breaks_nothing(app, monkeyp
     # This run planned from the genesis head, as if another run sealed meanwhile: its
     # seals collide with the committed ones on the unique chain positions.
     monkeypatch.setattr(sealer, "_head", lambda session: sealer._Head(0, GENESIS_HASH))
-    assert sealer.seal(app.state.db.engine, now=clock.now()) == 0
+    assert sealer.seal(app.state.context.db.engine, now=clock.now()) == 0
     monkeypatch.undo()
     assert [s[0] for s in seals(app)] == [1, 2, 3]
     assert run_sealer(app).sealed == 2
@@ -201,7 +201,7 @@ def test_a_run_that_lost_the_race_writes_nothing_and_breaks_nothing(app, monkeyp
 def test_overlapping_runs_seal_each_row_once(app):
     journal(app, 40)
     clock.advance(PAST_MARGIN)
-    engine, now, results, errors = app.state.db.engine, clock.now(), [], []
+    engine, now, results, errors = app.state.context.db.engine, clock.now(), [], []
 
     def seal() -> None:
         try:
@@ -249,7 +249,7 @@ def test_an_altered_sealed_row_is_reported_by_its_sequence(app, statement):
 def test_an_altered_created_at_is_reported(app):
     journal(app, 2)
     seal_now(app)
-    with app.state.db.reader() as session:
+    with app.state.context.db.reader() as session:
         created = session.get(JournalEntry, 1).created_at
     moved = (created - timedelta(microseconds=1)).replace(tzinfo=None)
     tamper(app, "UPDATE ledger_entries SET created_at = :moved WHERE sequence = 1", moved=moved)
@@ -339,10 +339,10 @@ def test_a_row_inserted_with_a_negative_sequence_is_reported_and_served(app):
 
 
 def test_a_row_inserted_into_a_gap_of_the_sealed_range_is_reported(app):
-    if app.state.settings.is_sqlite:
+    if app.state.context.settings.is_sqlite:
         pytest.skip("SQLite never leaves a gap in the journal's sequence")
     journal(app, 1)
-    with app.state.db.writer() as session:  # a rolled-back write leaves its value unused
+    with app.state.context.db.writer() as session:  # a rolled-back write leaves its value unused
         post_entry(
             session,
             kind="t",
@@ -431,7 +431,7 @@ def test_a_seal_beyond_the_last_checkpoint_is_reported(app):
     journal(app, 2)
     seal_now(app)
     tamper(app, f"INSERT INTO ledger_seals VALUES (7, 2, '{'a' * 64}')")
-    found = sealer.verify(app.state.db.engine)
+    found = sealer.verify(app.state.context.db.engine)
     assert [(p.sequence, p.kind) for p in found.problems] == [(7, "seal_outside_range")]
 
 
@@ -454,7 +454,7 @@ SETTLE_PATIENTLY_S = 60.0
 
 
 def _in_flight_entry(app):  # type: ignore[no-untyped-def]
-    session = app.state.db.writer()
+    session = app.state.context.db.writer()
     post_entry(
         session,
         kind="t",
@@ -467,7 +467,7 @@ def _in_flight_entry(app):  # type: ignore[no-untyped-def]
 
 
 def test_the_chain_never_passes_a_value_held_by_a_transaction_in_flight(app, monkeypatch):
-    if app.state.settings.is_sqlite:
+    if app.state.context.settings.is_sqlite:
         pytest.skip("SQLite serialises writers: a row in flight is above every committed one")
     monkeypatch.setattr(sealer, "SETTLE_TIMEOUT_S", 0.3)
     journal(app, 1)
@@ -485,7 +485,7 @@ def test_the_chain_never_passes_a_value_held_by_a_transaction_in_flight(app, mon
 
 
 def test_a_row_committing_while_the_sealer_waits_is_sealed_in_its_place(app, monkeypatch):
-    if app.state.settings.is_sqlite:
+    if app.state.context.settings.is_sqlite:
         pytest.skip("SQLite serialises writers: a row in flight is above every committed one")
     monkeypatch.setattr(sealer, "SETTLE_TIMEOUT_S", SETTLE_PATIENTLY_S)
     journal(app, 1)
@@ -505,7 +505,7 @@ def test_a_row_committing_while_the_sealer_waits_is_sealed_in_its_place(app, mon
 
 
 def test_a_gap_left_by_a_rollback_is_passed_once_final(app, monkeypatch):
-    if app.state.settings.is_sqlite:
+    if app.state.context.settings.is_sqlite:
         pytest.skip("SQLite never leaves a gap in the journal's sequence")
     monkeypatch.setattr(sealer, "SETTLE_TIMEOUT_S", SETTLE_PATIENTLY_S)
     journal(app, 1)
@@ -526,7 +526,7 @@ def test_ledger_seal_is_an_hourly_job(app):
     assert job.period == timedelta(hours=1)
     journal(app, 2)
     clock.advance(PAST_MARGIN)
-    outcome = run_job(app.state.db, app.state.settings, "ledger-seal")
+    outcome = run_job(app.state.context, "ledger-seal")
     assert outcome == "sealed 2 rows; verdict ok (0 problems)"
     assert _served(app)["head"]["sequence"] == 2
 

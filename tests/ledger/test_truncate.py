@@ -12,7 +12,7 @@ from tests.support.ledger import APPEND_ONLY, checkpoints, entry_count, journal,
 
 @pytest.fixture
 def sealed(app):
-    if app.state.settings.is_sqlite:
+    if app.state.context.settings.is_sqlite:
         pytest.skip("SQLite has no TRUNCATE")
     journal(app, 2)
     seal_now(app)
@@ -25,12 +25,18 @@ def _intact(app) -> bool:
 
 @pytest.mark.parametrize("table", APPEND_ONLY)
 def test_truncate_is_refused(sealed, table):
-    with sealed.state.db.engine.begin() as conn, pytest.raises(DBAPIError, match="append-only"):
+    with (
+        sealed.state.context.db.engine.begin() as conn,
+        pytest.raises(DBAPIError, match="append-only"),
+    ):
         conn.execute(text(f"TRUNCATE {table} CASCADE"))
     assert _intact(sealed)
 
 
 def test_a_truncate_cascading_from_the_books_is_refused(sealed):
-    with sealed.state.db.engine.begin() as conn, pytest.raises(DBAPIError, match="append-only"):
+    with (
+        sealed.state.context.db.engine.begin() as conn,
+        pytest.raises(DBAPIError, match="append-only"),
+    ):
         conn.execute(text("TRUNCATE ledger_accounts CASCADE"))
     assert _intact(sealed)

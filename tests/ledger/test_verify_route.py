@@ -224,12 +224,12 @@ def test_a_broken_verdict_must_list_problems_consistently(client, app):
 def test_503_when_the_verdict_cannot_be_read_at_all(client, app):
     journal(app, 1)
     seal_now(app)
-    with app.state.db.engine.begin() as conn:
+    with app.state.context.db.engine.begin() as conn:
         conn.execute(text("ALTER TABLE ledger_verdicts RENAME TO ledger_verdicts_moved"))
     try:
         _unavailable(client.get(PATH), 503)
     finally:
-        with app.state.db.engine.begin() as conn:
+        with app.state.context.db.engine.begin() as conn:
             conn.execute(text("ALTER TABLE ledger_verdicts_moved RENAME TO ledger_verdicts"))
 
 

@@ -14,7 +14,7 @@ WEEK = timedelta(days=7)
 
 
 def _status_in_db(app, listing_id):
-    with app.state.db.reader() as session:
+    with app.state.context.db.reader() as session:
         return session.scalar(select(Listing.status).where(Listing.id == listing_id))
 
 
@@ -31,7 +31,7 @@ def test_a_listing_expires_after_seven_days_on_read_and_by_the_job(app, client, 
     assert "expires_at" not in lazily
     assert _status_in_db(app, listing["id"]) == "live"
     assert client.get("/v1/feed", headers=seller.headers).json()["listings"] == []
-    assert run_job(app.state.db, app.state.settings, "expire-listings") == "expired 1 listings"
+    assert run_job(app.state.context, "expire-listings") == "expired 1 listings"
     assert _status_in_db(app, listing["id"]) == "expired"
     assert client.get(f"/v1/listings/{listing['id']}", headers=seller.headers).json() == lazily
 
@@ -41,7 +41,7 @@ def test_the_job_leaves_live_listings_alone(app, client, seller):
     clock.advance(timedelta(days=3))
     new = post(client, seller).json()
     clock.advance(timedelta(days=4))
-    assert run_job(app.state.db, app.state.settings, "expire-listings") == "expired 1 listings"
+    assert run_job(app.state.context, "expire-listings") == "expired 1 listings"
     assert _status_in_db(app, old["id"]) == "expired"
     assert _status_in_db(app, new["id"]) == "live"
     feed = client.get("/v1/feed", headers=seller.headers).json()["listings"]

@@ -42,7 +42,7 @@ def test_posting_returns_the_listing_and_charges_the_fee(client, seller):
 
 def test_the_fee_is_journalled_to_the_service(app, client, seller):
     listing = post(client, seller).json()
-    with app.state.db.reader() as session:
+    with app.state.context.db.reader() as session:
         entry = session.scalars(
             select(JournalEntry).where(JournalEntry.kind == "listing_fee")
         ).one()

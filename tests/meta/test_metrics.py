@@ -135,7 +135,7 @@ def test_a_fee_in_a_rolled_back_transaction_or_savepoint_is_not_counted(metered)
             now=clock.now(),
         )
 
-    with app.state.db.writer() as session:
+    with app.state.context.db.writer() as session:
         fee(session)
         with session.begin_nested():
             pass  # releasing a savepoint commits nothing yet
@@ -147,11 +147,11 @@ def test_a_fee_in_a_rolled_back_transaction_or_savepoint_is_not_counted(metered)
         savepoint.rollback()
         session.commit()
     assert _value(client, "broker_fees_captured_micro_usd_total", kind="listing_fee") == FEE
-    with app.state.db.writer() as session:
+    with app.state.context.db.writer() as session:
         fee(session)  # closed without a commit
     assert _value(client, "broker_fees_captured_micro_usd_total", kind="listing_fee") == FEE
     # Payments into other books are not fees.
-    with app.state.db.writer() as session:
+    with app.state.context.db.writer() as session:
         charge(
             session,
             agent.account_id,
@@ -167,15 +167,15 @@ def test_a_fee_in_a_rolled_back_transaction_or_savepoint_is_not_counted(metered)
 
 def test_job_runs_are_counted_by_outcome(metered, monkeypatch):
     app, client = metered
-    observer = app.state.metrics.job_finished
-    run_job(app.state.db, app.state.settings, "health-sample", observer=observer)
+    observer = app.state.context.part(Metrics).job_finished
+    run_job(app.state.context, "health-sample", observer=observer)
 
     def _boom(session, settings, now):
         raise RuntimeError("boom")
 
     monkeypatch.setitem(JOBS, "test-boom", Job("test-boom", timedelta(hours=1), _boom, "fails"))
     with pytest.raises(RuntimeError):
-        run_job(app.state.db, app.state.settings, "test-boom", observer=observer)
+        run_job(app.state.context, "test-boom", observer=observer)
     assert _value(client, "broker_job_runs_total", job="health-sample", outcome="ok") == 1
     assert _value(client, "broker_job_runs_total", job="test-boom", outcome="failed") == 1
     assert _value(client, "broker_job_duration_seconds_count", job="health-sample") == 1
@@ -194,7 +194,7 @@ def test_the_scheduler_inside_serve_reports_its_runs(make_settings):
                 time.sleep(0.05)
             assert ran == 1
     finally:
-        app.state.db.dispose()
+        app.state.context.db.dispose()
 
 
 def test_the_ledger_verdict_gauge_shows_the_served_status(metered):
@@ -220,7 +220,7 @@ def test_the_verdict_gauge_reads_its_source_when_scraped(app, result, expected):
             raise result
         return result
 
-    metrics = Metrics(app.state.db, verdict_source=source)
+    metrics = Metrics(app.state.context.db, verdict_source=source)
     found = _samples(metrics.render().decode())
     for state in ("ok", "broken", "unavailable"):
         key = ("broker_ledger_verdict", frozenset({"status": state}.items()))

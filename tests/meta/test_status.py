@@ -23,7 +23,7 @@ def noon_today() -> datetime:
 
 
 def add_samples(app, *samples: tuple[datetime, bool] | tuple[datetime, bool, str]) -> None:
-    with app.state.db.writer() as session:
+    with app.state.context.db.writer() as session:
         for taken_at, ok, *detail in samples:
             detail_text = detail[0] if detail else ("ok" if ok else "database: OperationalError")
             session.add(HealthSample(taken_at=taken_at, ok=ok, detail=detail_text))
@@ -37,7 +37,7 @@ def _status(client) -> dict:
 
 
 def _samples(app) -> list[HealthSample]:
-    with app.state.db.reader() as session:
+    with app.state.context.db.reader() as session:
         return list(session.scalars(select(HealthSample).order_by(HealthSample.taken_at)))
 
 
@@ -175,7 +175,7 @@ def test_the_document_is_recomputed_after_its_short_cache(app, client):
 
 def test_the_health_sample_job_records_a_passing_sample(app, client):
     noon_today()
-    outcome = run_job(app.state.db, app.state.settings, "health-sample")
+    outcome = run_job(app.state.context, "health-sample")
     assert outcome == "health ok; purged 0 old samples"
     [sample] = _samples(app)
     assert sample.ok and sample.detail == "ok"
@@ -187,7 +187,7 @@ def test_the_health_sample_job_records_a_passing_sample(app, client):
 def test_a_failing_check_records_a_failed_sample_naming_it(make_app):
     # Nothing listens on port 1: the configured Redis is unreachable.
     app = make_app(redis_url="redis://127.0.0.1:1/0")
-    outcome = run_job(app.state.db, app.state.settings, "health-sample")
+    outcome = run_job(app.state.context, "health-sample")
     assert outcome == "health failed (redis: ConnectionError); purged 0 old samples"
     [sample] = _samples(app)
     assert not sample.ok
@@ -196,7 +196,7 @@ def test_a_failing_check_records_a_failed_sample_naming_it(make_app):
 
 def test_a_slow_database_fails_the_sample(app, monkeypatch):
     monkeypatch.setattr(health, "SLOW_DATABASE_MS", -1.0)
-    run_job(app.state.db, app.state.settings, "health-sample")
+    run_job(app.state.context, "health-sample")
     [sample] = _samples(app)
     assert not sample.ok
     assert sample.detail.startswith("database: slow (")
@@ -210,9 +210,9 @@ def test_the_job_purges_samples_past_31_days(app):
         (now - timedelta(days=40), False),
         (now - timedelta(days=30, hours=23), True),
     )
-    outcome = run_job(app.state.db, app.state.settings, "health-sample")
+    outcome = run_job(app.state.context, "health-sample")
     assert outcome.endswith("purged 2 old samples")
-    with app.state.db.reader() as session:
+    with app.state.context.db.reader() as session:
         assert session.scalar(select(func.count()).select_from(HealthSample)) == 2
 
 

@@ -68,7 +68,7 @@ class Hold:
 @pytest.fixture
 def hold(app: FastAPI, monkeypatch: pytest.MonkeyPatch) -> Callable[[int], Hold]:
     def install(parties: int) -> Hold:
-        made = Hold(parties, enabled=not app.state.settings.is_sqlite)
+        made = Hold(parties, enabled=not app.state.context.settings.is_sqlite)
         monkeypatch.setattr(callbacks, "receive", made.wrap(callbacks.receive))
         return made
 
@@ -95,13 +95,13 @@ def race(base_url: str, requests: list[Callable[[httpx.Client], httpx.Response]]
 
 
 def invoice_id(app: FastAPI, processor_id: str) -> str:
-    with app.state.db.reader() as session:
+    with app.state.context.db.reader() as session:
         return session.scalar(select(Invoice.id).where(Invoice.processor_id == processor_id))
 
 
 def ledger(app: FastAPI, kind: str, account_id: str) -> list[tuple[str | None, bool, int]]:
     """(reference, real money, amount paid into the wallet) of each `kind` entry."""
-    with app.state.db.reader() as session:
+    with app.state.context.db.reader() as session:
         rows = session.execute(
             select(JournalEntry.reference, JournalEntry.real_money, Posting.amount_micro)
             .join(Posting, Posting.entry_sequence == JournalEntry.sequence)
@@ -115,7 +115,7 @@ def ledger(app: FastAPI, kind: str, account_id: str) -> list[tuple[str | None, b
 
 
 def event_count(app: FastAPI) -> int:
-    with app.state.db.reader() as session:
+    with app.state.context.db.reader() as session:
         return int(session.scalar(select(func.count()).select_from(ProcessorEvent)))
 
 

@@ -80,7 +80,7 @@ def test_an_operator_buys_credits_and_manages_keys_through_a_session(
         assert posted.status_code == 201, posted.text
 
     # Every credit is real money in the journal, naming its invoice.
-    with app.state.db.reader() as db:
+    with app.state.context.db.reader() as db:
         entries = db.scalars(
             select(JournalEntry).where(JournalEntry.kind.like("processor_%"))
         ).all()

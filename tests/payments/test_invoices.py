@@ -50,14 +50,14 @@ FORWARD = {
 
 
 def invoices(app: FastAPI) -> list[Invoice]:
-    with app.state.db.reader() as session:
+    with app.state.context.db.reader() as session:
         rows = session.scalars(select(Invoice).order_by(Invoice.created_at)).all()
         session.expunge_all()
     return list(rows)
 
 
 def invoice_count(app: FastAPI) -> int:
-    with app.state.db.reader() as session:
+    with app.state.context.db.reader() as session:
         return int(session.scalar(select(func.count()).select_from(Invoice)))
 
 
@@ -444,7 +444,7 @@ def production(make_payments_app: Callable[..., FastAPI]) -> Callable[..., FastA
 
 def test_production_settings_build(production):
     app = production()
-    assert app.state.settings.env == "production"
+    assert app.state.context.settings.env == "production"
 
 
 def test_production_requires_a_processor(production, processors):
@@ -603,7 +603,7 @@ def test_no_callback_pays_a_stub_invoice(make_payments_app, processors):
     assert account["balance_micro"] == 0
     assert account["reputation"]["funded"] is False
     assert the_invoice(app, stub_id).status == "open"
-    with app.state.db.reader() as session:
+    with app.state.context.db.reader() as session:
         assert session.scalar(select(func.count()).select_from(ProcessorEvent)) == 0
 
 

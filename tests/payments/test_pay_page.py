@@ -158,7 +158,7 @@ def _insert_invoice(app: FastAPI, account_id: str, processor_id: str, **values: 
         "created_at": clock.now(),
         **values,
     }
-    with app.state.db.writer() as session:
+    with app.state.context.db.writer() as session:
         session.add(Invoice(**row))
         session.commit()
 

@@ -51,7 +51,7 @@ def charge(client: TestClient, agent: Agent, packs: int = 1) -> tuple[str, str]:
 
 
 def invoice_of(app: FastAPI, processor_id: str) -> Invoice:
-    with app.state.db.reader() as session:
+    with app.state.context.db.reader() as session:
         row = session.scalars(select(Invoice).where(Invoice.processor_id == processor_id)).one()
         session.expunge(row)
     return row
@@ -75,7 +75,7 @@ def payments(app: FastAPI) -> list[dict[str, Any]]:
 
 
 def journal_size(app: FastAPI) -> int:
-    with app.state.db.reader() as session:
+    with app.state.context.db.reader() as session:
         return int(session.scalar(select(func.count()).select_from(JournalEntry)))
 
 

@@ -58,7 +58,7 @@ class Deposit:
         callback = processors.addresses[address]["callback"]
         assert callback.startswith(f"{BASE}/webhooks/processor-b?invoice=")
         self.callback = callback.removeprefix(BASE)
-        with app.state.db.reader() as session:
+        with app.state.context.db.reader() as session:
             self.invoice = session.scalars(
                 select(Invoice).where(Invoice.processor_id == address)
             ).one()
@@ -103,7 +103,7 @@ def payments(app: FastAPI) -> list[dict[str, Any]]:
 
 
 def invoice_status(app: FastAPI, address: str) -> str:
-    with app.state.db.reader() as session:
+    with app.state.context.db.reader() as session:
         return session.scalar(select(Invoice.status).where(Invoice.processor_id == address))
 
 

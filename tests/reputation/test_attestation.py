@@ -18,6 +18,7 @@ from agent_broker.problems import Forbidden
 from agent_broker.reputation import attestation
 from agent_broker.reputation.models import ReputationFacet
 from agent_broker.reputation.routes import raw_body
+from agent_broker.tokens.keys import Signer
 from agent_broker.tokens.service import InvalidOrigin, canonical_origin, is_proof_nonce
 from tests.support import paseto
 from tests.support.accounts import Agent, handle_of, register
@@ -82,7 +83,7 @@ def test_no_body_mints_a_24_hour_statement_of_the_callers_own_record(app, client
     assert envelope["handle"] == handle_of(client, agent)
     token = envelope["attestation"]
     assert token.startswith("v4.public.")
-    assert paseto.footer_of(token) == {"kid": app.state.signer.kid}
+    assert paseto.footer_of(token) == {"kid": app.state.context.part(Signer).kid}
 
     claims = decode(client, token)
     assert set(claims) == STATEMENT_CLAIMS
@@ -145,7 +146,7 @@ def test_a_challenge_mints_a_5_minute_proof_with_nonce_and_audience(app, client)
     assert at(claims["exp"]) - at(claims["iat"]) == timedelta(minutes=5)
     assert envelope["expires_at"] == claims["exp"]
     assert envelope["verify_with"] == "/.well-known/paseto-keys.json"
-    assert paseto.footer_of(envelope["attestation"]) == {"kid": app.state.signer.kid}
+    assert paseto.footer_of(envelope["attestation"]) == {"kid": app.state.context.part(Signer).kid}
 
 
 def test_other_keys_beside_a_challenge_are_ignored(client):
@@ -347,7 +348,7 @@ def test_no_key_or_an_unknown_key_is_401_before_any_body_check(client, body):
 @pytest.mark.parametrize("body", [..., challenge()], ids=["statement", "proof"])
 def test_a_disabled_key_is_403_api_key_disabled(app, client, body):
     agent = register(client)
-    with app.state.db.writer() as session:
+    with app.state.context.db.writer() as session:
         session.get(Account, agent.account_id).status = "inactive"
         session.commit()
     assert_problem(post(client, agent, body), 403, "api_key_disabled")
@@ -356,7 +357,7 @@ def test_a_disabled_key_is_403_api_key_disabled(app, client, body):
 @pytest.mark.parametrize("body", [..., challenge()], ids=["statement", "proof"])
 def test_a_missing_own_record_is_404_not_found(app, client, body):
     agent = register(client)
-    with app.state.db.writer() as session:
+    with app.state.context.db.writer() as session:
         session.execute(
             delete(ReputationFacet).where(ReputationFacet.account_id == agent.account_id)
         )

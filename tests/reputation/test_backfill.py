@@ -65,7 +65,7 @@ def test_the_backfill_rebuilds_what_the_write_path_keeps(app, client, database_u
     written = _snapshot(database_url)
     assert len(written["reputation_counterparties"]) == 6  # three pairs, both directions
 
-    app.state.db.dispose()
+    app.state.context.db.dispose()
     _downgrade_to_0005(database_url)
     upgrade(database_url)
     assert _snapshot(database_url) == written

@@ -65,7 +65,7 @@ def complete_profile(client: TestClient, agent: Agent) -> None:
 
 def fund(app: FastAPI, account_id: str, amount_micro: int, *, real_money: bool = False) -> None:
     """Credit a wallet through the ledger, as the operator's admin credit does."""
-    with app.state.db.writer() as session:
+    with app.state.context.db.writer() as session:
         credit(
             session,
             account_id,

@@ -4,6 +4,7 @@ RateLimiter takes a clock), so a window lapses or a back-off ends without sleepi
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 from fastapi import FastAPI
 
@@ -29,5 +30,8 @@ class ManualClock:
 
 
 def limit_on(app: FastAPI, clock: ManualClock) -> None:
-    """Give the app a rate limiter that reads `clock` (built before any request counts)."""
-    app.state.rate_limiter = RateLimiter(app.state.settings, clock=clock)
+    """Give the app a rate limiter that reads `clock` (built before any request counts).
+    REST routes read the context per request, so they see the new one (MCP tools keep the
+    context they were built with)."""
+    context = app.state.context
+    app.state.context = replace(context, rate_limiter=RateLimiter(context.settings, clock=clock))

@@ -53,7 +53,7 @@ CREDENTIALS = [
 
 def database_rows(app) -> dict[str, list[str]]:
     """Every row of every table, so a test can show a refused request changed nothing."""
-    with app.state.db.reader() as session:
+    with app.state.context.db.reader() as session:
         tables = MetaData()
         tables.reflect(bind=session.connection())
         return {
@@ -63,7 +63,7 @@ def database_rows(app) -> dict[str, list[str]]:
 
 
 def set_status(app, agent: Agent, status: str) -> None:
-    with app.state.db.writer() as session:
+    with app.state.context.db.writer() as session:
         session.get(Account, agent.account_id).status = status
         session.commit()
 

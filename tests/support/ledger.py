@@ -22,7 +22,7 @@ PAST_MARGIN = sealer.SAFETY_MARGIN + timedelta(seconds=1)
 def journal(app: FastAPI, count: int = 1, *, memo: str = "operator adjustment") -> list[int]:
     """Write `count` committed journal entries (operator to fees); their sequences."""
     references = [f"ref-{uuid.uuid4().hex[:8]}-{i}" for i in range(count)]
-    with app.state.db.writer() as session:
+    with app.state.context.db.writer() as session:
         for i, reference in enumerate(references):
             post_entry(
                 session,
@@ -33,7 +33,7 @@ def journal(app: FastAPI, count: int = 1, *, memo: str = "operator adjustment") 
                 reference=reference,
             )
         session.commit()
-    with app.state.db.reader() as session:
+    with app.state.context.db.reader() as session:
         written = session.execute(
             select(JournalEntry.reference, JournalEntry.sequence).where(
                 JournalEntry.reference.in_(references)
@@ -44,7 +44,7 @@ def journal(app: FastAPI, count: int = 1, *, memo: str = "operator adjustment") 
 
 
 def run_sealer(app: FastAPI, **kwargs) -> sealer.SealerRun:  # type: ignore[no-untyped-def]
-    return sealer.run(app.state.db.engine, now=clock.now(), **kwargs)
+    return sealer.run(app.state.context.db.engine, now=clock.now(), **kwargs)
 
 
 def seal_now(app: FastAPI) -> sealer.SealerRun:
@@ -54,7 +54,7 @@ def seal_now(app: FastAPI) -> sealer.SealerRun:
 
 
 def seals(app: FastAPI) -> list[tuple[int, int, str]]:
-    with app.state.db.reader() as session:
+    with app.state.context.db.reader() as session:
         return [
             tuple(row)
             for row in session.execute(
@@ -66,7 +66,7 @@ def seals(app: FastAPI) -> list[tuple[int, int, str]]:
 
 
 def checkpoints(app: FastAPI) -> list[tuple[int, str]]:
-    with app.state.db.reader() as session:
+    with app.state.context.db.reader() as session:
         return [
             tuple(row)
             for row in session.execute(
@@ -78,7 +78,7 @@ def checkpoints(app: FastAPI) -> list[tuple[int, str]]:
 
 
 def entry_count(app: FastAPI) -> int:
-    with app.state.db.reader() as session:
+    with app.state.context.db.reader() as session:
         return len(session.scalars(select(JournalEntry.sequence)).all())
 
 
@@ -112,7 +112,7 @@ def tamper(app: FastAPI, *statements: str, **params: object) -> None:
     """Run raw SQL against the journal with its append-only triggers dropped, then put the
     triggers back. One transaction, so the shared PostgreSQL test database never keeps a
     journal without its triggers."""
-    with app.state.db.engine.begin() as conn:
+    with app.state.context.db.engine.begin() as conn:
         for table in APPEND_ONLY:
             _drop_triggers(conn, table)
         for statement in statements:
@@ -127,7 +127,7 @@ def problems_named(run_problems) -> list[tuple[int | None, str]]:  # type: ignor
 
 def stored_verdict(app: FastAPI) -> str | None:
     """The verdict document as stored (ledger_verdicts), None before the first."""
-    with app.state.db.reader() as session:
+    with app.state.context.db.reader() as session:
         return session.scalar(text("SELECT document FROM ledger_verdicts"))
 
 
@@ -141,5 +141,5 @@ def verdict(app: FastAPI) -> dict:
 def store_verdict(app: FastAPI, document: object) -> None:
     """Overwrite the stored verdict with `document` (JSON unless already text)."""
     raw = document if isinstance(document, str) else json.dumps(document)
-    with app.state.db.engine.begin() as conn:
+    with app.state.context.db.engine.begin() as conn:
         conn.execute(text("UPDATE ledger_verdicts SET document = :d WHERE id = 1"), {"d": raw})

@@ -61,7 +61,7 @@ def listed(client: TestClient, agent: Agent, **fields: Any) -> str:
 
 
 def listing_count(app: FastAPI) -> int:
-    with app.state.db.reader() as session:
+    with app.state.context.db.reader() as session:
         return session.scalar(select(func.count()).select_from(Listing)) or 0
 
 

@@ -38,7 +38,7 @@ async def http_session(base_url: str, api_key: str | None = None) -> AsyncIterat
 
 def stdio_environment(app: FastAPI, api_key: str | None) -> dict[str, str]:
     """The child's settings: the test app's own (same database, keys and base URL)."""
-    settings = app.state.settings
+    settings = app.state.context.settings
     environment = {
         "BROKER_DATABASE_URL": settings.database_url,
         "BROKER_VAR_DIR": settings.var_dir,

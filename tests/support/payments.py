@@ -43,7 +43,7 @@ def payment_settings_for(api_url: str) -> dict[str, Any]:
 
 def journal_payments(app: FastAPI, processor: str) -> list[dict[str, Any]]:
     """The processor's payment journal entries, oldest first, with their postings."""
-    with app.state.db.reader() as session:
+    with app.state.context.db.reader() as session:
         entries = session.scalars(
             select(JournalEntry)
             .where(JournalEntry.kind == f"{processor}_payment")
@@ -81,7 +81,7 @@ def bought(client: TestClient | httpx.Client, agent: Agent, **body: Any) -> dict
 
 def processor_events(app: FastAPI) -> list[tuple[str, str, int]]:
     """Every processor event recorded: (processor, event key, credited), sorted."""
-    with app.state.db.reader() as session:
+    with app.state.context.db.reader() as session:
         return sorted(
             (e.processor, e.event_key, e.credited_micro)
             for e in session.scalars(select(ProcessorEvent))

@@ -79,10 +79,10 @@ def new_account_key(paid: httpx.Response) -> dict[str, str]:
 
 
 def count_accounts(app: FastAPI) -> int:
-    with app.state.db.reader() as session:
+    with app.state.context.db.reader() as session:
         return session.scalar(select(func.count()).select_from(Account)) or 0
 
 
 def x402_rows(app: FastAPI) -> list[Any]:
-    with app.state.db.reader() as session:
+    with app.state.context.db.reader() as session:
         return list(session.execute(select(X402Payment.__table__)).all())

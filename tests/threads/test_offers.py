@@ -60,9 +60,7 @@ def test_a_thread_past_its_life_is_closed_and_its_hold_lapses(app, client, marke
     assert balance_and_held(client, market.opener) == (3 * DEAL_FEE, 0)
     assert_problem(offer(client, market.poster, thread, "late"), 410, "thread_auto_closed")
     assert_problem(close(client, market.opener, thread), 410, "thread_auto_closed")
-    assert run_job(app.state.db, app.state.settings, "expire-threads") == (
-        "closed 1 threads past their life"
-    )
+    assert run_job(app.state.context, "expire-threads") == ("closed 1 threads past their life")
     assert client.get(f"/v1/threads/{thread}", headers=market.opener.headers).json() == got
 
 

@@ -15,6 +15,7 @@ from agent_broker import clock
 from agent_broker.cli import app as cli
 from agent_broker.config import Settings
 from agent_broker.tokens import keys
+from agent_broker.tokens.keys import Signer
 from tests.support.paseto import RFC8032_SEED_HEX
 from tests.support.settings import TEST_SECRET
 
@@ -43,7 +44,7 @@ def _keys_list() -> list[list[str]]:
 def test_rotation_in_development_swaps_the_key_file_and_keeps_the_old_key_published(
     app, client, env, var_dir: Path
 ):
-    old = app.state.signer.kid
+    old = app.state.context.part(Signer).kid
     clock.advance(timedelta(hours=2))
 
     before = clock.now().replace(microsecond=0)

@@ -13,7 +13,7 @@ from sqlalchemy import select
 
 from agent_broker import clock
 from agent_broker.tokens import keys, registry
-from agent_broker.tokens.keys import SigningKeyError
+from agent_broker.tokens.keys import Signer, SigningKeyError
 from agent_broker.tokens.models import SigningKey
 from tests.support.paseto import RFC8032_PUBLIC_HEX, RFC8032_SEED_HEX
 
@@ -30,7 +30,7 @@ def _document(client: TestClient) -> dict:
 
 def _start_another_worker(app: FastAPI, signer: keys.Signer) -> None:
     """What a process starting with `signer`'s key does (see tokens/startup.py)."""
-    with app.state.db.writer() as session:
+    with app.state.context.db.writer() as session:
         registry.register_current(session, signer, now=clock.now())
         session.commit()
 
@@ -49,8 +49,8 @@ def test_the_key_document_lists_the_current_key_without_authentication(app, clie
     [key] = body["keys"]
     assert set(key) == {"kid", "purpose", "version", "public_key_hex", "current"}
     assert (key["purpose"], key["version"], key["current"]) == ("public", "v4", True)
-    assert key["kid"] == app.state.signer.kid
-    assert key["public_key_hex"] == app.state.signer.public_key_hex
+    assert key["kid"] == app.state.context.part(Signer).kid
+    assert key["public_key_hex"] == app.state.context.part(Signer).public_key_hex
     assert len(key["public_key_hex"]) == 64
     assert key["kid"] == hashlib.sha256(bytes.fromhex(key["public_key_hex"])).hexdigest()[:16]
 
@@ -67,7 +67,7 @@ def test_openapi_describes_the_key_document(client):
 
 
 def test_the_development_key_is_kept_under_the_var_dir(app, client, var_dir: Path):
-    on_disk = keys.signer_for(app.state.settings)
+    on_disk = keys.signer_for(app.state.context.settings)
     assert (var_dir / "signing-key.pem").exists()
     assert _published(client) == {on_disk.kid: True}
 
@@ -81,18 +81,17 @@ def test_the_configured_signing_key_is_the_one_published(make_app, var_dir: Path
 
 
 def test_a_bad_signing_key_stops_start_up(make_app, var_dir: Path):
-    app = make_app(signing_key="not-a-key", var_dir=str(var_dir))
-    with pytest.raises(SigningKeyError, match="BROKER_SIGNING_KEY"), TestClient(app):
-        pass
+    with pytest.raises(SigningKeyError, match="BROKER_SIGNING_KEY"):
+        make_app(signing_key="not-a-key", var_dir=str(var_dir))
 
 
 def test_workers_starting_with_the_same_key_publish_it_once(app, client, make_app, var_dir):
-    with app.state.db.reader() as session:
+    with app.state.context.db.reader() as session:
         before = session.scalars(select(SigningKey)).all()
     clock.advance(timedelta(hours=1))
     with TestClient(make_app(var_dir=str(var_dir))) as second:
-        assert _published(second) == {app.state.signer.kid: True}
-    with app.state.db.reader() as session:
+        assert _published(second) == {app.state.context.part(Signer).kid: True}
+    with app.state.context.db.reader() as session:
         after = session.scalars(select(SigningKey)).all()
     assert [(k.kid, k.activated_at, k.retired_at) for k in after] == [
         (k.kid, k.activated_at, None) for k in before
@@ -100,7 +99,7 @@ def test_workers_starting_with_the_same_key_publish_it_once(app, client, make_ap
 
 
 def test_a_retired_key_stays_published_for_one_token_life(app, client):
-    old = app.state.signer.kid
+    old = app.state.context.part(Signer).kid
     new = keys.generate()
     _start_another_worker(app, new)
 
@@ -115,7 +114,7 @@ def test_a_retired_key_stays_published_for_one_token_life(app, client):
 
 
 def test_each_rotation_retires_the_previous_key_at_that_moment(app, client):
-    first = app.state.signer.kid
+    first = app.state.context.part(Signer).kid
     second, third = keys.generate(), keys.generate()
     _start_another_worker(app, second)
     clock.advance(timedelta(days=3))
@@ -129,15 +128,15 @@ def test_each_rotation_retires_the_previous_key_at_that_moment(app, client):
 
 def test_starting_again_with_a_retired_key_makes_it_current_again(app, client, make_app, var_dir):
     # A rollback: the operator goes back to the previous key, so it must stay published.
-    old = app.state.signer.kid
+    old = app.state.context.part(Signer).kid
     newer = keys.generate()
     _start_another_worker(app, newer)
     clock.advance(timedelta(days=6))
     with TestClient(make_app(var_dir=str(var_dir))) as restarted:
-        assert restarted.app.state.signer.kid == old
+        assert restarted.app.state.context.part(Signer).kid == old
         assert _published(restarted) == {old: True, newer.kid: False}
     clock.advance(timedelta(days=6))
     assert _published(client) == {old: True, newer.kid: False}
-    with app.state.db.reader() as session:
+    with app.state.context.db.reader() as session:
         row = session.get(SigningKey, old)
     assert row is not None and row.retired_at is None

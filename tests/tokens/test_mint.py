@@ -13,6 +13,7 @@ from cryptography.exceptions import InvalidSignature
 
 from agent_broker import clock
 from agent_broker.tokens import keys, service
+from agent_broker.tokens.keys import Signer
 from agent_broker.tokens.service import (
     BadSignature,
     MalformedToken,
@@ -55,12 +56,12 @@ def _b64url(data: bytes) -> str:
 
 def test_a_deal_credential_verifies_independently_with_the_published_key(app, client):
     now = clock.now()
-    minted = _credential(app.state.signer, now=now)
+    minted = _credential(app.state.context.part(Signer), now=now)
 
     assert minted.token.startswith("v4.public.")
     footer = paseto.footer_of(minted.token)
     assert footer == {"kid": minted.kid}
-    assert minted.kid == app.state.signer.kid
+    assert minted.kid == app.state.context.part(Signer).kid
     [published] = [k for k in _key_document(client) if k["kid"] == footer["kid"]]
     claims = paseto.verify(minted.token, published["public_key_hex"])
 
@@ -77,7 +78,7 @@ def test_a_deal_credential_verifies_independently_with_the_published_key(app, cl
 
 def test_a_tampered_token_fails_both_verifiers(app, client):
     published = _key_document(client)
-    minted = _credential(app.state.signer, bearer="poster")
+    minted = _credential(app.state.context.part(Signer), bearer="poster")
     message, signature, footer = paseto.split(minted.token)
     forged_message = message.replace(b'"bearer":"poster"', b'"bearer":"negotiator"')
     assert forged_message != message
@@ -91,7 +92,7 @@ def test_a_tampered_token_fails_both_verifiers(app, client):
 
 def test_the_footer_is_signed_too(app, client):
     published = _key_document(client)
-    minted = _credential(app.state.signer)
+    minted = _credential(app.state.context.part(Signer))
     body, _ = minted.token.removeprefix("v4.public.").split(".")
     respaced = _b64url(json.dumps({"kid": minted.kid}).encode())  # same kid, other bytes
     with pytest.raises(BadSignature):
@@ -99,7 +100,7 @@ def test_the_footer_is_signed_too(app, client):
 
 
 def test_the_service_verifies_its_own_credential(app, client):
-    minted = _credential(app.state.signer)
+    minted = _credential(app.state.context.part(Signer))
     claims = verify(minted.token, _key_document(client), "svc.deal.v1", clock.now())
     assert claims["deal_id"] == DEAL
     assert verify(
@@ -110,14 +111,14 @@ def test_the_service_verifies_its_own_credential(app, client):
 
 
 def test_verify_refuses_the_wrong_type(app, client):
-    minted = _credential(app.state.signer)
+    minted = _credential(app.state.context.part(Signer))
     with pytest.raises(WrongType, match="svc.reputation.v1"):
         verify(minted.token, _key_document(client), "svc.reputation.v1", clock.now())
 
 
 def test_verify_refuses_an_expired_token(app, client):
     published = _key_document(client)
-    minted = _credential(app.state.signer)
+    minted = _credential(app.state.context.part(Signer))
     assert verify(minted.token, published, "svc.deal.v1", minted.expires_at - timedelta(seconds=1))
     with pytest.raises(TokenExpired):
         verify(minted.token, published, "svc.deal.v1", minted.expires_at)
@@ -127,7 +128,7 @@ def test_verify_refuses_an_expired_token(app, client):
 
 
 def test_verify_refuses_an_unknown_kid(app, client):
-    minted = _credential(app.state.signer)
+    minted = _credential(app.state.context.part(Signer))
     with pytest.raises(UnknownKey, match=minted.kid):
         verify(minted.token, [], "svc.deal.v1", clock.now())
     stranger = keys.generate()
@@ -142,7 +143,7 @@ def test_verify_refuses_a_token_signed_by_another_key_under_a_published_kid(app,
     impostor = pyseto.encode(
         keys.generate().paseto_key,
         json.dumps(claims).encode(),
-        footer=json.dumps({"kid": app.state.signer.kid}).encode(),
+        footer=json.dumps({"kid": app.state.context.part(Signer).kid}).encode(),
     ).decode()
     with pytest.raises(BadSignature):
         verify(impostor, published, "svc.deal.v1", clock.now())

@@ -206,11 +206,11 @@ def test_spent_tokens_are_forgotten_once_expired(app, client, market, oauth_toke
     assert sealed.status_code == 201
 
     def spent() -> int:
-        with app.state.db.reader() as session:
+        with app.state.context.db.reader() as session:
             return session.scalar(select(func.count()).select_from(SpentToken))
 
     def forget() -> int:
-        with app.state.db.writer() as session:
+        with app.state.context.db.writer() as session:
             forgotten = forget_expired_tokens(session, now=clock.now())
             session.commit()
         return forgotten

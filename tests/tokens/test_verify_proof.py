@@ -26,6 +26,7 @@ from agent_broker.client.verify import (
     key_document_url,
 )
 from agent_broker.tokens import keys, service
+from agent_broker.tokens.keys import Signer
 from agent_broker.tokens.service import (
     BadSignature,
     InvalidOrigin,
@@ -276,19 +277,23 @@ def test_a_statement_or_a_deal_credential_is_not_a_proof(app, client, agent, boo
     nonce = book.issue()
     statement = mint_statement(client, agent)
     credential = service.mint_deal_credential(
-        app.state.signer, deal_id="d-1", bearer="poster", audience_origin=RP, now=clock.now()
+        app.state.context.part(Signer),
+        deal_id="d-1",
+        bearer="poster",
+        audience_origin=RP,
+        now=clock.now(),
     ).token
     # Same key, right nonce and audience, but another type.
     lookalike = service.mint(
-        app.state.signer,
+        app.state.context.part(Signer),
         {"typ": "svc.reputation.v1", "nonce": nonce, "aud": RP},
         timedelta(minutes=5),
         clock.now(),
     ).token
     untyped = pyseto.encode(
-        app.state.signer.paseto_key,
+        app.state.context.part(Signer).paseto_key,
         json.dumps({"nonce": nonce, "aud": RP, "exp": "2999-01-01T00:00:00Z"}).encode(),
-        footer=json.dumps({"kid": app.state.signer.kid}).encode(),
+        footer=json.dumps({"kid": app.state.context.part(Signer).kid}).encode(),
     ).decode()
     rp = verifier(client, book)
     for token in (statement, credential, lookalike, untyped):
@@ -331,7 +336,7 @@ def test_a_nonce_this_verifier_never_issued_is_refused(client, agent, book):
 def test_a_proof_without_a_nonce_claim_is_refused(app, client, book):
     nonce = book.issue()
     token = service.mint(
-        app.state.signer,
+        app.state.context.part(Signer),
         {"typ": "svc.reputation-proof.v1", "aud": RP},
         timedelta(minutes=5),
         clock.now(),

@@ -34,7 +34,7 @@ def _backlog(app, account_id: str, count: int, *, one_thread: bool = False) -> N
     """`count` due events for the account, each of its own thread (so all of them are due
     at once), or all of one thread (so each waits for the one before it)."""
     thread = str(uuid.uuid4())
-    with app.state.db.writer() as session:
+    with app.state.context.db.writer() as session:
         for number in range(count):
             subject = thread if one_thread else str(uuid.uuid4())
             enqueue(
@@ -64,7 +64,7 @@ def _stalling(server, path: str, takes: timedelta, *, real_wait: float = 0.0) ->
 
 
 def _attempts(app, account_id: str) -> list[int]:
-    with app.state.db.reader() as session:
+    with app.state.context.db.reader() as session:
         return list(
             session.scalars(
                 select(WebhookEvent.attempts)
@@ -133,7 +133,7 @@ def test_a_run_starts_no_delivery_after_its_budget(app, client, challenge_server
     deliver(app)
     assert arrivals and all(at < started + delivery.RUN_BUDGET for at in arrivals)
     assert len(arrivals) == delivery.RUN_BUDGET // ONE_DELIVERY
-    with app.state.db.reader() as session:
+    with app.state.context.db.reader() as session:
         lease = session.get(JobLease, "deliver-webhooks")
     # The run (the delivery in flight included) ended while its lease still held.
     assert lease.last_finished_at - lease.last_started_at < LEASE_TTL
@@ -159,7 +159,7 @@ def test_the_scheduler_goes_on_to_the_next_job_within_the_budget(
         if name == names[-1]:
             last_one_ran.set()
 
-    scheduler = Scheduler(app.state.db, app.state.settings, tick_seconds=0.01, observer=observe)
+    scheduler = Scheduler(app.state.context, tick_seconds=0.01, observer=observe)
     scheduler.start()
     try:
         assert last_one_ran.wait(60), finished

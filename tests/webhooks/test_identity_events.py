@@ -38,7 +38,7 @@ def app(make_domain_app: Callable[..., FastAPI], jwks_path) -> FastAPI:
 
 
 def _events_of(app: FastAPI, event_type: str) -> list[WebhookEvent]:
-    with app.state.db.reader() as session:
+    with app.state.context.db.reader() as session:
         return list(session.scalars(select(WebhookEvent).where(WebhookEvent.type == event_type)))
 
 
@@ -68,7 +68,7 @@ def test_every_new_link_is_announced_once(
         assert linked.exit_code == 0, linked.output
     wallet = Account.create().address.lower()
     for _ in range(2):  # as x402 settlement links a paying wallet
-        with app.state.db.writer() as db:
+        with app.state.context.db.writer() as db:
             identities.link(db, WALLET_ISSUER, wallet, agent.account_id, now=clock.now())
             db.commit()
     # An identity linked to another account tells this one nothing.

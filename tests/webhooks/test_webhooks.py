@@ -67,7 +67,7 @@ def test_an_endpoint_that_is_not_a_public_https_url_is_refused(app, client, url,
 
     body = assert_problem(response, 400, "invalid_input")
     assert named in body["detail"], body["detail"]
-    with app.state.db.reader() as session:
+    with app.state.context.db.reader() as session:
         assert session.get(WebhookEndpoint, agent.account_id) is None
 
 
@@ -131,7 +131,7 @@ def test_a_deal_s_events_reach_both_sides_signed(app, client, challenge_server, 
 
 def test_an_account_without_an_endpoint_gets_no_events(app, client, market):
     open_thread(client, market.opener, market.listing_id)
-    with app.state.db.reader() as session:
+    with app.state.context.db.reader() as session:
         assert session.scalars(select(WebhookEvent)).all() == []
 
 
@@ -148,7 +148,7 @@ def test_a_receiver_that_was_down_gets_every_event_in_order(app, client, challen
     assert deliver(app).startswith("delivered 0 webhook events, 0")  # backing off
     clock.advance(timedelta(seconds=11))
     assert "1 attempts failed" in deliver(app)
-    with app.state.db.reader() as session:
+    with app.state.context.db.reader() as session:
         head = session.scalars(select(WebhookEvent).order_by(WebhookEvent.sequence)).first()
         assert head.attempts == 2 and "503" in head.last_error
     # Back up: after the backoff every event goes, in order, in one run.
@@ -193,9 +193,7 @@ def test_an_expired_thread_tells_both_parties(app, client, challenge_server, mar
     secret = set_endpoint(client, market.opener)
     thread = open_thread(client, market.opener, market.listing_id).json()
     clock.advance(timedelta(days=8))
-    assert run_job(app.state.db, app.state.settings, "expire-threads") == (
-        "closed 1 threads past their life"
-    )
+    assert run_job(app.state.context, "expire-threads") == ("closed 1 threads past their life")
     deliver(app)
     (event,) = deliveries(challenge_server, secret)
     assert event["type"] == "thread.auto_closed"
@@ -227,7 +225,7 @@ def test_a_failed_delivery_is_retried_with_backoff_and_given_up_at_last(
     for wait in (0, 11, 21):
         clock.advance(timedelta(seconds=wait))
         deliver(app)
-    with app.state.db.reader() as session:
+    with app.state.context.db.reader() as session:
         (event,) = session.scalars(select(WebhookEvent)).all()
     assert event.attempts == 3 and event.failed_at is not None and event.delivered_at is None
     assert delivery.backoff(1) == timedelta(seconds=10)

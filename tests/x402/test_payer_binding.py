@@ -33,7 +33,7 @@ HEADERS = {1: "X-PAYMENT", 2: "PAYMENT-SIGNATURE"}
 
 
 def _x402_entries(app) -> int:
-    with app.state.db.reader() as session:
+    with app.state.context.db.reader() as session:
         kinds = session.scalars(select(JournalEntry.kind)).all()
     return sum(kind == "x402_payment" for kind in kinds)
 

@@ -117,7 +117,7 @@ def test_a_new_wallet_pays_for_the_feed_with_v2_and_gets_an_account(app, client,
     assert account["handle"] == opened["handle"]
     assert account["balance_micro"] == 10 * PACK_MICRO
     assert account["reputation"]["funded"] is True
-    with app.state.db.reader() as session:
+    with app.state.context.db.reader() as session:
         entry = session.scalars(
             select(JournalEntry).where(JournalEntry.kind == "x402_payment")
         ).one()

@@ -10,6 +10,7 @@ from typer.testing import CliRunner
 
 from agent_broker.cli import app as cli
 from agent_broker.http.outbound import OutboundRefused
+from agent_broker.payments.x402.gate import X402
 from tests.support.http import assert_problem
 from tests.support.x402 import count_accounts, v1_payment, x402_rows
 from tests.support.x402_facilitator import LocalFacilitator
@@ -25,7 +26,7 @@ def test_an_unknown_settlement_credits_nothing_and_is_listed(
     accounts = count_accounts(app)
     wallet = Wallet()
     payment = v1_payment(client, wallet)
-    monkeypatch.setattr(app.state.x402.facilitator, "settle", unreachable)
+    monkeypatch.setattr(app.state.context.part(X402).facilitator, "settle", unreachable)
     assert_problem(
         client.get("/v1/feed", headers={"X-PAYMENT": payment}), 502, "processor_unavailable"
     )

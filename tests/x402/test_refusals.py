@@ -286,7 +286,7 @@ def test_a_disabled_accounts_wallet_is_refused_before_the_facilitator(
     wallet = Wallet()
     paid = client.get("/v1/feed", headers={"X-PAYMENT": v1_payment(client, wallet)})
     assert paid.status_code == 200, paid.text
-    with app.state.db.writer() as session:
+    with app.state.context.db.writer() as session:
         disable_key(session, paid.json()["new_account"]["account_id"])
         session.commit()
     headers = {HEADER[version]: PAYERS[version](client, wallet)}

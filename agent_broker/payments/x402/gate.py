@@ -12,6 +12,7 @@ from x402.http.facilitator_client import HTTPFacilitatorClient
 from agent_broker import clock
 from agent_broker.config import Settings
 from agent_broker.http.client_ip import client_ip
+from agent_broker.http.context import context_of
 from agent_broker.payments.x402 import offers, payload, service
 from agent_broker.payments.x402.facilitator import facilitator_client
 from agent_broker.payments.x402.service import Settlement
@@ -46,7 +47,7 @@ class PaymentChallenge(InsufficientFundsSelf):
 
 def resource_url(request: Request) -> str:
     """The absolute URL requested, on the deployment's public base (not the Host header)."""
-    base = request.app.state.settings.public_base_url.rstrip("/")
+    base = context_of(request).settings.public_base_url.rstrip("/")
     query = request.url.query
     return f"{base}{request.url.path}" + (f"?{query}" if query else "")
 
@@ -59,7 +60,7 @@ def challenge_problem(
     balance_micro: int = 0,
     required_micro: int | None = None,
 ) -> PaymentChallenge:
-    x402: X402 = request.app.state.x402
+    x402: X402 = context_of(request).optional(X402)
     made = offers.challenge(
         x402.terms,
         method=request.method,
@@ -88,7 +89,7 @@ def presents_payment(request: Request) -> bool:
 
 async def settled_payment(request: Request) -> Settlement | None:
     """Settle the payment the request carries, if x402 is on and it carries one."""
-    x402: X402 | None = request.app.state.x402
+    x402: X402 | None = context_of(request).optional(X402)
     if x402 is None or not presents_payment(request):
         return None
     headers = request.headers
@@ -99,17 +100,17 @@ async def settled_payment(request: Request) -> Settlement | None:
             "A payment is a credential of its own: send it without x-api-key or Authorization."
         )
     name = payload.V1_HEADER if payload.V1_HEADER in headers else payload.V2_HEADER
-    state = request.app.state
+    context = context_of(request)
     # Every attempt costs a claim and a facilitator call: each source address, and each
     # payer once its signature is checked (so nobody spends another wallet's budget),
     # has a budget of attempts.
-    limit = state.settings.x402_attempt_rate_limit
-    state.rate_limiter.hit("x402-attempt", limit, client_ip(request))
+    limit = context.settings.x402_attempt_rate_limit
+    context.rate_limiter.hit("x402-attempt", limit, client_ip(request))
     try:
         presented = payload.read(name, headers[name], x402.terms, resource_url(request))
-        state.rate_limiter.hit("x402-payer", limit, presented.payer)
+        context.rate_limiter.hit("x402-payer", limit, presented.payer)
         settlement = await service.settle(
-            state.db, state.settings, x402.facilitator, presented, now=clock.now()
+            context.db, context.settings, x402.facilitator, presented, now=clock.now()
         )
     except payload.PaymentRefused as refused:
         raise challenge_problem(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from fastapi import APIRouter
@@ -88,3 +89,18 @@ def manifest(payable: Sequence[tuple[str, str]], terms: Terms, base_url: str) ->
         },
     }
     return document
+
+
+@dataclass(frozen=True, slots=True)
+class X402Manifest:
+    """What a payment can be made for on this app, and the /.well-known/x402 document that
+    says so: made once, when the app is built."""
+
+    operations: tuple[tuple[str, str], ...]
+    document: dict[str, Any]
+
+    @classmethod
+    def build(
+        cls, operations: tuple[tuple[str, str], ...], terms: Terms, base_url: str
+    ) -> X402Manifest:
+        return cls(operations, manifest(operations, terms, base_url))

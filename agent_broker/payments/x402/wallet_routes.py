@@ -14,6 +14,7 @@ from agent_broker.accounts.schemas import (
     WalletRecoverRequest,
 )
 from agent_broker.http.client_ip import client_ip
+from agent_broker.http.context import context_of
 from agent_broker.http.responses import problems
 from agent_broker.http.routing import broker_router
 from agent_broker.payments.x402 import wallet
@@ -28,11 +29,11 @@ router = broker_router(prefix="/v1/account", tags=["accounts"])
     summary="A Sign-In with Ethereum message to sign with the paying wallet",
 )
 async def wallet_challenge(request: Request, body: WalletChallengeRequest) -> dict:
-    state = request.app.state
+    context = context_of(request)
     return await wallet.challenge(
-        state.db,
-        state.settings,
-        state.rate_limiter,
+        context.db,
+        context.settings,
+        context.rate_limiter,
         body.address,
         source=client_ip(request),
         now=clock.now(),
@@ -46,11 +47,11 @@ async def wallet_challenge(request: Request, body: WalletChallengeRequest) -> di
     summary="A new API key for the account the signing wallet pays for",
 )
 async def wallet_recover(request: Request, body: WalletRecoverRequest) -> dict:
-    state = request.app.state
+    context = context_of(request)
     return await wallet.recover(
-        state.db,
-        state.settings,
-        state.rate_limiter,
+        context.db,
+        context.settings,
+        context.rate_limiter,
         body.message,
         body.signature,
         source=client_ip(request),

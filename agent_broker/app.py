@@ -21,6 +21,7 @@ from agent_broker.config import Settings
 from agent_broker.db.engine import Database, create_database, jobs_database
 from agent_broker.deals.routes import router as deals_router
 from agent_broker.domains.routes import router as domains_router
+from agent_broker.events.routes import router as events_router
 from agent_broker.http.body import BodyGuardMiddleware
 from agent_broker.http.context import AppContext, app_context
 from agent_broker.http.fastapi_internals import served_routes
@@ -79,6 +80,7 @@ ROUTERS = (
     domains_router,
     certification_router,
     webhooks_account_router,
+    events_router,
     dashboard_router,
     payments_dashboard_router,
     webhooks_router,

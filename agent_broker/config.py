@@ -84,6 +84,11 @@ class Settings(BaseSettings):
     # How long a listing stays live after posting.
     listing_ttl_days: int = Field(default=7, ge=1, le=365)
     idempotency_retention_hours: int = Field(default=24, ge=1)
+    # How long every account's events stay readable (GET /v1/events and its stream).
+    event_retention_hours: int = Field(default=72, ge=1, le=24 * 90)
+    # An event stream ends after this long; the client reconnects with Last-Event-ID (a
+    # browser's EventSource does so by itself), so no connection outlives a deploy.
+    event_stream_seconds: float = Field(default=300, gt=0, le=3600)
     sqlite_busy_timeout_ms: int = Field(default=15000, ge=0)
     db_pool_size: int = Field(default=10, ge=1)
     # PostgreSQL only (SQLite's work always runs inline): where a request's database work

@@ -251,6 +251,7 @@ def app(make_app, outbound_settings, payment_settings, x402_settings):
         **payment_settings,
         **x402_settings,
         security_contact="mailto:security@broker.test",
+        event_stream_seconds=0.5,  # so the stream's answer ends
     )
 
 
@@ -519,6 +520,11 @@ def test_every_response_matches_the_document(
 
     # Reputation: public records, statement and proof.
     handle = api.get("/v1/account", agent=poster).json()["handle"]
+    # The account's events: a page, a refused cursor, and a stream that ends.
+    assert api.get("/v1/events", agent=poster).json()["events"]
+    api.get("/v1/events?after=msg_unknown", 400, agent=poster)
+    assert "event: " in api.get("/v1/events/stream", agent=poster).text
+    api.get("/v1/events/stream", 400, agent=poster, headers={"Last-Event-ID": "msg_unknown"})
     api.get(f"/v1/reputation/{handle}")
     api.get(f"/v1/reputation/{api.get('/v1/account', agent=stranger).json()['handle']}")
     api.get("/v1/reputation/000000000000", 404)
@@ -751,6 +757,8 @@ NULLABLE = {
     ("AccountProfileOut", "deal_route"),
     ("AccountProfileOut", "route_protocol_binding"),
     ("AccountProfileOut", "agent_card_url"),
+    # The events page's cursor: null until the account has had an event.
+    ("EventPage", "next"),
     # JSON-RPC 2.0: an answer's id is null when the request's could not be read.
     ("JsonRpcResponse", "id"),
     ("LedgerVerdict", "computed_at"),

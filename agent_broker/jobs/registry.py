@@ -14,6 +14,7 @@ from agent_broker.certification.badge import badges_job
 from agent_broker.certification.checks import run_checks as certification_checks
 from agent_broker.config import Settings
 from agent_broker.deals.service import purge_due
+from agent_broker.events.service import forget_expired as forget_expired_events
 from agent_broker.idempotency.service import purge_expired
 from agent_broker.ledger import sealer
 from agent_broker.ledger.service import settle_lapsed_holds
@@ -56,6 +57,11 @@ def _forget_spent_tokens(session: Session, settings: Settings, now: datetime) ->
     return f"forgot {forget_expired_tokens(session, now=now)} spent OAuth tokens"
 
 
+def _forget_old_events(session: Session, settings: Settings, now: datetime) -> str:
+    forgotten = forget_expired_events(session, settings.event_retention_hours, now=now)
+    return f"forgot {forgotten} events past their retention"
+
+
 def _ledger_seal(session: Session, settings: Settings, now: datetime) -> str:
     # The sealer keeps its own short transactions (agent_broker.ledger.sealer), so it
     # never holds the write lock while it re-verifies the journal.
@@ -94,6 +100,12 @@ JOBS: dict[str, Job] = {
             timedelta(hours=1),
             _expire_idempotency_keys,
             "forget Idempotency-Key records past their retention",
+        ),
+        Job(
+            "forget-events",
+            timedelta(hours=1),
+            _forget_old_events,
+            "forget account events past BROKER_EVENT_RETENTION_HOURS",
         ),
         Job(
             "forget-spent-tokens",

@@ -11,6 +11,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from agent_broker.http.context import AppContext
 from agent_broker.mcp_tools.account_tools import register_account_tools
 from agent_broker.mcp_tools.common import Toolbox
+from agent_broker.mcp_tools.event_tools import register_event_tools
 from agent_broker.mcp_tools.record_tools import register_record_tools
 from agent_broker.mcp_tools.trade_tools import register_trade_tools
 
@@ -22,3 +23,4 @@ def register_tools(
     register_account_tools(box)
     register_trade_tools(box)
     register_record_tools(box)
+    register_event_tools(box)

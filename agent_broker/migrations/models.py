@@ -27,4 +27,8 @@ from agent_broker.payments.models import Invoice, ProcessorEvent, X402Payment  #
 from agent_broker.reputation.models import ReputationFacet  # noqa: F401
 from agent_broker.threads.models import Thread  # noqa: F401
 from agent_broker.tokens.models import SigningKey  # noqa: F401
-from agent_broker.webhooks.models import WebhookEndpoint, WebhookEvent  # noqa: F401
+from agent_broker.webhooks.models import (  # noqa: F401
+    AccountEvent,
+    WebhookEndpoint,
+    WebhookEvent,
+)

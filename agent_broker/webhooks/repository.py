@@ -1,20 +1,98 @@
-"""The webhooks feature's statements: endpoints, the event outbox and its delivery rounds.
-Prepared (agent_broker.db.prepared): events are written in the transactions of the
-negotiation steps they report."""
+"""The events' statements: the log every account reads, endpoints, the webhook outbox and
+its delivery rounds. Prepared (agent_broker.db.prepared): events are written in the
+transactions of the negotiation steps they report."""
 
 from __future__ import annotations
 
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import bindparam, delete, func, insert, select, update
+from sqlalchemy import BigInteger, Text, bindparam, cast, delete, func, insert, select, update
 from sqlalchemy.orm import Session
 
 from agent_broker.db.prepared import Prepared, dialect_insert, saves_round_trips
-from agent_broker.webhooks.models import WebhookEndpoint, WebhookEvent
+from agent_broker.webhooks.models import AccountEvent, WebhookEndpoint, WebhookEvent
 
 _endpoints = WebhookEndpoint.__table__
 _events = WebhookEvent.__table__
+_log = AccountEvent.__table__
+
+# The log (agent_broker.events reads it).
+
+_LOGGED = ("id", "account_id", "type", "payload", "created_at")
+
+
+def _xid(value: Any) -> Any:
+    """A PostgreSQL xid8 as a bigint (ids of this server's transactions fit)."""
+    return cast(cast(value, Text), BigInteger)
+
+
+def _log_event(dialect_name: str) -> Any:
+    values: dict[str, Any] = {key: bindparam(key) for key in _LOGGED}
+    if dialect_name == "postgresql":
+        values["txid"] = _xid(func.pg_current_xact_id())
+    return insert(_log).values(values)
+
+
+def _logged_after(dialect_name: str) -> Any:
+    statement = (
+        select(_log.c.sequence, _log.c.id, _log.c.type, _log.c.payload)
+        .where(_log.c.account_id == bindparam("account_id"), _log.c.sequence > bindparam("after"))
+        .order_by(_log.c.sequence)
+        .limit(bindparam("limit"))
+    )
+    if dialect_name == "postgresql":
+        # Only events of transactions older than every one still running (models.py says why).
+        statement = statement.where(
+            _log.c.txid < _xid(func.pg_snapshot_xmin(func.pg_current_snapshot()))
+        )
+    return statement
+
+
+_INSERT_LOGGED = Prepared(_log_event)
+_LOGGED_AFTER = Prepared(_logged_after)
+_SEQUENCE_OF = Prepared(
+    select(_log.c.sequence).where(
+        _log.c.account_id == bindparam("account_id"), _log.c.id == bindparam("event_id")
+    )
+)
+
+
+def log_event(
+    session: Session,
+    *,
+    event_id: str,
+    account_id: str,
+    event_type: str,
+    payload: str,
+    now: datetime,
+) -> None:
+    _INSERT_LOGGED.queue(
+        session,
+        id=event_id,
+        account_id=account_id,
+        type=event_type,
+        payload=payload,
+        created_at=now,
+    )
+
+
+def logged_after(session: Session, account_id: str, after: int, limit: int) -> list[Any]:
+    """The account's events after position `after` (0: from the oldest kept), oldest
+    first: (sequence, id, type, payload)."""
+    return _LOGGED_AFTER.all(session, account_id=account_id, after=after, limit=limit)
+
+
+def position_of(session: Session, account_id: str, event_id: str) -> int | None:
+    """Where the account's event with this id is in the log; None when it is not one of
+    the account's kept events."""
+    return _SEQUENCE_OF.scalar(session, account_id=account_id, event_id=event_id)
+
+
+def forget_events_before(session: Session, before: datetime) -> int:
+    result = session.execute(delete(_log).where(_log.c.created_at < before))
+    return result.rowcount or 0
+
 
 # Endpoints.
 

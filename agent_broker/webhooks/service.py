@@ -1,9 +1,10 @@
 """Webhook endpoints and the event outbox.
 
 `PUT /v1/account/webhook {url}` sets the endpoint and answers a new signing secret, once;
-`DELETE` removes it (events still waiting are dropped with it). An event is written only
-for an account that has an endpoint, in the same transaction as what it reports, so an
-event exists exactly when its cause was committed. Thread events name the thread, the
+`DELETE` removes it (events still waiting are dropped with it). Every event goes to the
+account's log (read through GET /v1/events and its stream), and to the outbox too when
+the account has an endpoint, in the same transaction as what it reports, so an event
+exists exactly when its cause was committed. Thread events name the thread, the
 listing, the terms and whose turn it is, never the counterparty: who it is stays hidden
 until a deal seals, as everywhere else."""
 
@@ -90,18 +91,25 @@ def _write_events(
     *,
     now: datetime,
 ) -> None:
-    """One event row per account with an endpoint, the payload written out once for all
-    of them."""
+    """The event in each account's log, and in the outbox for each with an endpoint (one
+    id for both copies), the payload written out once for all of them."""
     assert event_type in EVENT_TYPES, event_type
-    account_ids = repository.event_candidates(session, account_ids)
-    if not account_ids:
-        return
     payload = {"type": event_type, "timestamp": clock.rfc3339(now), "data": data}
     body = json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
-    for account_id in account_ids:
+    event_ids = {account_id: f"msg_{uuid.uuid4().hex}" for account_id in account_ids}
+    for account_id, event_id in event_ids.items():
+        repository.log_event(
+            session,
+            event_id=event_id,
+            account_id=account_id,
+            event_type=event_type,
+            payload=body,
+            now=now,
+        )
+    for account_id in repository.event_candidates(session, account_ids):
         repository.insert_event(
             session,
-            event_id=f"msg_{uuid.uuid4().hex}",
+            event_id=event_ids[account_id],
             account_id=account_id,
             subject=subject,
             event_type=event_type,

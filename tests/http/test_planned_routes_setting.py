@@ -31,8 +31,9 @@ _PARAM = re.compile(r"\{([^}]+)\}")
 _VOLATILE_HEADERS = {"x-request-id"}
 # Whose body holds request timings: only the request counters are compared.
 _TIMED = {"/metrics"}
-# A stream that stays open for as long as its client listens (MCP's server-sent events).
-_OPEN_STREAMS = {("GET", "/mcp")}
+# Streams that stay open for as long as their client listens (MCP's server-sent events) or
+# for BROKER_EVENT_STREAM_SECONDS (the events).
+_OPEN_STREAMS = {("GET", "/mcp"), ("GET", "/v1/events/stream")}
 _FROZEN = datetime(2026, 11, 27, 12, 0, 0, tzinfo=UTC)
 
 

@@ -50,6 +50,7 @@ TOOLS = {
     "lookup_reputation",
     "attest_reputation",
     "verify_ledger",
+    "latest_events",
 }
 
 
@@ -73,7 +74,14 @@ def test_the_tools_are_listed_with_schemas_prices_and_hints(live_server):
     post = tools["post_listing"].input_schema
     assert {"title", "category", "listing_type", "body", "idempotency_key"} <= set(post["required"])
     assert post["properties"]["listing_type"]["enum"] == ["buy", "sell"]
-    for name in ("get_account", "read_feed", "get_deal", "lookup_reputation", "verify_ledger"):
+    for name in (
+        "get_account",
+        "read_feed",
+        "get_deal",
+        "lookup_reputation",
+        "verify_ledger",
+        "latest_events",
+    ):
         assert tools[name].annotations.read_only_hint is True
     for name in ("finalize", "close_thread", "dispute_deal"):
         assert tools[name].annotations.destructive_hint is True
@@ -96,9 +104,15 @@ def test_a_whole_deal_over_streamable_http(app, live_server):
             await set_profile(buyer, "buyer")
             sealed = await trade_deal(app, seller, buyer)
             account = ok(await seller.call_tool("get_account", {}))
-            return sealed, account
+            events = ok(await seller.call_tool("latest_events", {"limit": 100}))
+            later = ok(await seller.call_tool("latest_events", {"after": events["next"]}))
+            return sealed, account, events, later
 
-    sealed, account = asyncio.run(trade())
+    sealed, account, events, later = asyncio.run(trade())
+    # The seller's own events, as GET /v1/events gives them, and nothing after the last.
+    types = [event["type"] for event in events["events"]]
+    assert types[0] == "thread.opened" and "deal.sealed" in types
+    assert later == {"events": [], "next": events["next"]}
     assert sealed["status"] in ("active", "revealed") and sealed["amount_micro"] == DEAL_FEE_MICRO
     # The poster paid the posting fee and the deal fee, as over REST.
     assert account["balance_micro"] == FUNDS - POSTING_FEE_MICRO - DEAL_FEE_MICRO

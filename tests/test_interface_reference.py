@@ -9,6 +9,8 @@ import re
 import subprocess
 from pathlib import Path
 
+from starlette.routing import Route
+
 ROOT = Path(__file__).resolve().parent.parent
 INTERFACE = ROOT / "docs" / "interface.md"
 DECISIONS = ROOT / "docs" / "decisions"
@@ -159,3 +161,27 @@ def test_every_decision_file_cited_exists():
             if not (path.parent / target).resolve().is_file():
                 missing.append(f"docs/decisions/{path.name}: link to {target}")
     assert not missing, "decision files cited that do not exist:\n" + "\n".join(missing)
+
+
+def _documented_paths() -> set[str]:
+    text = INTERFACE.read_text()
+    found = set()
+    for path in re.findall(r"`(?:(?:GET|POST|PUT|DELETE|PATCH) )?(/[^`\s]*)`", text):
+        found.add(_template(path.replace("/...", "/{}")))
+    return found
+
+
+def _template(path: str) -> str:
+    return re.sub(r"\{[^}]*\}", "{}", path)
+
+
+def test_every_route_of_the_app_is_in_the_reference(make_app):
+    """A route the service serves and docs/interface.md does not name is a route agents
+    cannot learn of from the repository. The interactive renderers of the OpenAPI
+    document (/docs, /redoc and what they load) are the framework's, not routes of the
+    interface."""
+    app = make_app(metrics_enabled=True)
+    served = {_template(route.path) for route in app.routes if isinstance(route, Route)}
+    served = {path for path in served if not path.startswith(("/docs", "/redoc"))}
+    missing = sorted(served - _documented_paths())
+    assert not missing, "routes docs/interface.md does not name: " + ", ".join(missing)

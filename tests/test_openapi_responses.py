@@ -744,8 +744,8 @@ def _response_components(doc: dict[str, Any]) -> set[str]:
     return reached
 
 
-# Response fields that are required and may be null, each because SPEC.md (or, for the
-# meta documents, FACTS.md) says so. Every other response field is never null.
+# Response fields that are required and may be null, each because docs/interface.md §1,
+# §19 or §20.1 says so. Every other response field is never null.
 NULLABLE = {
     ("AccountProfileOut", "contact"),
     ("AccountProfileOut", "deal_route"),

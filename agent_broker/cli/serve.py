@@ -39,7 +39,7 @@ def event_loop_for(workers: int) -> str:
     worker, 64 connections opened at once: p99 170-450 ms against 12-31 ms on asyncio's
     loop, which accepts every waiting connection in one turn, at equal throughput). Several
     workers keep uvloop: the PostgreSQL deal cycle with two workers ran a fifth to a
-    quarter slower on asyncio's loop (docs/decisions.md)."""
+    quarter slower on asyncio's loop (docs/decisions/performance-9-event-loop.md)."""
     return "asyncio" if workers == 1 else "auto"
 
 

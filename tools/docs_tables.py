@@ -180,7 +180,8 @@ REASON_MEANINGS: dict[str, tuple[str, str]] = {
     "forbidden": (
         "403",
         "reading the threads of a listing you did not post; finalizing as the negotiator; "
-        "rating or disputing a deal you are not party to; a token without the scope",
+        "rating or disputing a deal you are not party to; a credential without the scope; a "
+        "processor_b callback from an address not believed",
     ),
     "api_key_disabled": ("403", "the account is disabled (rotate its key from the dashboard)"),
     "not_found": (
@@ -204,7 +205,7 @@ REASON_MEANINGS: dict[str, tuple[str, str]] = {
     "hold_not_capturable": ("409", "finalizing when the opener's hold is no longer active"),
     "missing_deal_route_self": (
         "409",
-        "finalizing, proving a domain or testing certification with no deal route of yours",
+        "finalizing, or asking for a domain challenge or proof, with no deal route of yours",
     ),
     "missing_deal_route_counterparty": ("409", "finalizing while the other party has no deal "
                                                "route"),

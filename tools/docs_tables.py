@@ -109,8 +109,7 @@ SETTING_MEANINGS: dict[str, str] = {
     "processor_a_webhook_secret": "processor_a: the HMAC-SHA256 secret its callbacks are "
     "signed with",
     "processor_b_api_url": "processor_b (address-forwarding gateway): its API base URL",
-    "processor_b_callback_sources": "addresses or CIDRs processor_b's callbacks are believed "
-    "from",
+    "processor_b_callback_sources": "addresses or CIDRs processor_b's callbacks are believed from",
     "processor_b_address_usdttrc20": "processor_b: your wallet for USDT on Tron; a chain "
     "without an address is not offered",
     "processor_b_address_usdterc20": "processor_b: your wallet for USDT on Ethereum",
@@ -129,8 +128,7 @@ SETTING_MEANINGS: dict[str, str] = {
     "certification_test_rate_limit": "free certification tests per account (`limits` notation)",
     "certification_check_concurrency": "how many deal routes the `certification-checks` job "
     "probes at once (1 to 100)",
-    "x402_enabled": "take x402 payments on the payable routes; off: no manifest, 401 without "
-    "a key",
+    "x402_enabled": "take x402 payments on the payable routes; off: no manifest, 401 without a key",
     "x402_facilitator_url": "the facilitator's base URL (`/verify`, `/settle`); `https://` "
     "(plain `http://` off production); required when x402 is on",
     "x402_pay_to": "the wallet payments are made out to (0x and 40 hex digits); required when "
@@ -168,8 +166,10 @@ REASON_MEANINGS: dict[str, tuple[str, str]] = {
         "`Idempotency-Key`; 405 a method the path does not take; 408 a body too slow; 413 too "
         "large",
     ),
-    "unauthorized": ("401", "no credential, or a key, session or token the service does not "
-                     "accept"),
+    "unauthorized": (
+        "401",
+        "no credential, or a key, session or token the service does not accept",
+    ),
     "insufficient_funds_self": (
         "402",
         "your spendable balance cannot cover the charge (posting fee, the deal-fee hold, your "
@@ -207,8 +207,10 @@ REASON_MEANINGS: dict[str, tuple[str, str]] = {
         "409",
         "finalizing, or asking for a domain challenge or proof, with no deal route of yours",
     ),
-    "missing_deal_route_counterparty": ("409", "finalizing while the other party has no deal "
-                                               "route"),
+    "missing_deal_route_counterparty": (
+        "409",
+        "finalizing while the other party has no deal route",
+    ),
     "account_has_escrow": ("409", "reserved for escrow; not answered by any route today"),
     "listing_conflict": (
         "409",
@@ -237,16 +239,17 @@ REASON_MEANINGS: dict[str, tuple[str, str]] = {
         "reading a deal from `purge_at` on; rating or disputing after the 7-day window",
     ),
     "contact_leak": ("422", "scanned text carries contact details"),
-    "prompt_injection": ("422", "scanned text carries instructions aimed at the agents reading "
-                                "it"),
-    "terms_required": ("428", "registration without `\"accepted_terms\": true`"),
+    "prompt_injection": ("422", "scanned text carries instructions aimed at the agents reading it"),
+    "terms_required": ("428", 'registration without `"accepted_terms": true`'),
     "profile_incomplete_self": ("428", "opening a thread before your contact and route are set"),
     "profile_incomplete_counterparty": (
         "428",
         "opening a thread on a listing whose poster has not finished their profile",
     ),
-    "too_many_violations": ("429", "too many scanner refusals from your account (no "
-                                   "`Retry-After`)"),
+    "too_many_violations": (
+        "429",
+        "too many scanner refusals from your account (no `Retry-After`)",
+    ),
     "rate_limited": ("429", "a rate limit was exceeded; wait `retryAfterSeconds`"),
     "a2a_version_not_supported": (
         "501",

@@ -42,7 +42,9 @@ def test_every_setting_is_shared_or_free_to_differ_in_the_scaling_page(name):
     section = section[: section.index("\n## ", 1)]
     variable = f"BROKER_{name.upper()}"
     chains = variable.startswith("BROKER_PROCESSOR_B_ADDRESS_")
-    assert f"`{variable}`" in section or (chains and "BROKER_PROCESSOR_B_ADDRESS_<CHAIN>" in section)
+    assert f"`{variable}`" in section or (
+        chains and "BROKER_PROCESSOR_B_ADDRESS_<CHAIN>" in section
+    )
 
 
 def test_a_setting_without_a_meaning_stops_the_generator(monkeypatch):

@@ -166,7 +166,10 @@ FEATURES: dict[str, tuple[str, str]] = {
     "MCP": (r"\bMCP\b", "/mcp"),
     "processors": (r"processor|buying credits|credit packs", "POST /dashboard/credits"),
     "domain proof": (r"domain proof|welcome credit", "POST /v1/account/domain/verify"),
-    "wallet recovery": (r"wallet key recovery|sign-in with ethereum", "POST /v1/account/wallet/recover"),
+    "wallet recovery": (
+        r"wallet key recovery|sign-in with ethereum",
+        "POST /v1/account/wallet/recover",
+    ),
     "deal route calls": (r"your route|deal route", "POST /v1/account/certification/test"),
     "public pages": (r"public pages|/market\b", "GET /market"),
 }

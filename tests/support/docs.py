@@ -115,13 +115,14 @@ def route_index(text: str) -> set[str]:
     return entries
 
 
-def served_routes(app) -> set[str]:  # type: ignore[no-untyped-def]
+def served_routes(app, *, hidden: bool = False) -> set[str]:  # type: ignore[no-untyped-def]
     """`METHOD /path` for every route of the app in its OpenAPI document (HEAD left out),
-    and a bare `/path` for a mounted endpoint that takes every method."""
+    and a bare `/path` for a mounted endpoint that takes every method; with `hidden`, the
+    routes left out of the document too (the HTML pages, /metrics, /openapi.json, ...)."""
     served: set[str] = set()
     for route in app.routes:
         path = getattr(route, "path", None)
-        if path is None or not getattr(route, "include_in_schema", True):
+        if path is None or not (hidden or getattr(route, "include_in_schema", True)):
             continue
         methods = getattr(route, "methods", None)
         if not methods:

@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint bench soak clean
+.PHONY: run test lint docs bench soak clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -24,6 +24,10 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
+
+# Rewrite the documents' generated tables (settings, reasons) from the code.
+docs: $(STAMP)
+	$(BIN)/python -m tools.docs_tables
 
 bench: $(STAMP)
 	$(BIN)/python -m bench.run

@@ -128,7 +128,7 @@ class Settings(BaseSettings):
     oauth_issuer: str = ""
     oauth_audience: str = ""
     oauth_jwks_url: str = ""
-    # Processors (README "Buying credits"). processor_a: a Lightning hosted-charge API
+    # Processors (docs/operators/payments.md). processor_a: a Lightning hosted-charge API
     # (create a charge, callback signed with HMAC-SHA256 of the raw body);
     # processor_b: an address-forwarding gateway (callbacks from its published addresses).
     processor_a_api_url: str = ""
@@ -154,7 +154,7 @@ class Settings(BaseSettings):
     certification_test_rate_limit: str = "6/hour"
     # How many deal routes the certification-checks job probes at once.
     certification_check_concurrency: int = Field(default=8, ge=1, le=100)
-    # x402 payments on the payable routes (README "Paying per call with x402"). Off: no
+    # x402 payments on the payable routes (docs/operators/payments.md, "x402"). Off: no
     # manifest and the payable routes answer 401 without a key, as without payments.
     x402_enabled: bool = False
     x402_facilitator_url: str = ""

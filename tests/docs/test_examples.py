@@ -4,8 +4,9 @@ database of its own, started with the outbound settings for local testing (its C
 in the examples' TLS directory, the example domains resolved to the local HTTPS ports the
 domain proof and webhook examples serve on). Each example runs as a subprocess; a test
 checks its exit status and what it printed (the deal it sealed, the event it verified,
-the credit it was paid, ...). The `agent-broker` command the examples call is this
-checkout's, through a small wrapper."""
+the credit it was paid, ...). The curl session runs once more against a server on
+PostgreSQL. The `agent-broker` command the examples call is this checkout's, through a
+small wrapper."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -52,9 +54,10 @@ class Broker:
     workdir: Path
 
 
-@pytest.fixture(scope="module")
-def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker]:
-    workdir = tmp_path_factory.mktemp("examples")
+@contextmanager
+def serving(workdir: Path, database_url: str) -> Iterator[Broker]:
+    """`agent-broker serve` on a free port and `database_url`, with the examples' settings;
+    stopped when the block ends."""
     port, challenge_port, hook_port = free_port(), free_port(), free_port()
     base = f"http://127.0.0.1:{port}"
     tls_dir = workdir / "tls"
@@ -65,7 +68,7 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker]:
     command.chmod(command.stat().st_mode | stat.S_IXUSR)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("BROKER_", "EXAMPLE_"))}
     env.update(
-        BROKER_DATABASE_URL=f"sqlite:///{workdir / 'broker.db'}",
+        BROKER_DATABASE_URL=database_url,
         BROKER_VAR_DIR=str(workdir / "var"),
         BROKER_PUBLIC_BASE_URL=base,
         BROKER_LOG_LEVEL="WARNING",
@@ -85,29 +88,41 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker]:
         EXAMPLE_WAIT_SECONDS="40",
         PYTHONPATH=str(ROOT),
     )
-    log = (workdir / "server.log").open("wb")
-    server = subprocess.Popen(
-        [str(command), "serve", "--host", "127.0.0.1", "--port", str(port)],
-        cwd=workdir,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    try:
-        deadline = time.monotonic() + STARTUP_S
-        while not _healthy(base):
-            if time.monotonic() > deadline or server.poll() is not None:
-                pytest.fail("the server did not start:\n" + _tail(workdir / "server.log"))
-            time.sleep(0.1)
-        yield Broker(base, env, workdir)
-    finally:
-        server.send_signal(signal.SIGTERM)
+    with (workdir / "server.log").open("wb") as log:
+        server = subprocess.Popen(
+            [str(command), "serve", "--host", "127.0.0.1", "--port", str(port)],
+            cwd=workdir,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
         try:
-            server.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
-        log.close()
+            deadline = time.monotonic() + STARTUP_S
+            while not _healthy(base):
+                if time.monotonic() > deadline or server.poll() is not None:
+                    pytest.fail("the server did not start:\n" + _tail(workdir / "server.log"))
+                time.sleep(0.1)
+            yield Broker(base, env, workdir)
+        finally:
+            server.send_signal(signal.SIGTERM)
+            try:
+                server.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                server.kill()
+                server.wait()
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker]:
+    workdir = tmp_path_factory.mktemp("examples")
+    with serving(workdir, f"sqlite:///{workdir / 'broker.db'}") as live:
+        yield live
+
+
+@pytest.fixture(scope="module")
+def pg_broker(tmp_path_factory: pytest.TempPathFactory, pg_database: str) -> Iterator[Broker]:
+    with serving(tmp_path_factory.mktemp("examples-pg"), pg_database) as live:
+        yield live
 
 
 def _healthy(base: str) -> bool:
@@ -173,6 +188,12 @@ def test_first_session_with_curl(broker):
     assert "seller balance_micro=900000" in output
     assert "buyer balance_micro=1000000" in output
     assert '"counterparty_endpoint":"https://seller.yourcompany.com/deals/' in output
+
+
+def test_first_session_with_curl_on_postgresql(pg_broker):
+    output = run(pg_broker, "first-session.sh")
+    sealed_deal(output)
+    assert "seller balance_micro=900000" in output
 
 
 def test_first_session_with_the_python_client(broker):

@@ -119,9 +119,10 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker]:
         yield live
 
 
-@pytest.fixture(scope="module")
-def pg_broker(tmp_path_factory: pytest.TempPathFactory, pg_database: str) -> Iterator[Broker]:
-    with serving(tmp_path_factory.mktemp("examples-pg"), pg_database) as live:
+@pytest.fixture
+def pg_broker(tmp_path: Path, pg_database: str) -> Iterator[Broker]:
+    """A server on PostgreSQL, for the one test that uses it (stopped after it)."""
+    with serving(tmp_path, pg_database) as live:
         yield live
 
 

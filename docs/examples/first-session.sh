@@ -36,7 +36,7 @@ call() {
   local method=$1 path=$2 answer
   shift 2
   if ! answer=$(curl -sS --fail-with-body -X "$method" "$BASE$path" "$@"); then
-    echo "$method $path was refused: $answer" >&2
+    echo "$method $path failed${answer:+: $answer}" >&2
     exit 1
   fi
   printf '%s' "$answer"

@@ -60,7 +60,7 @@ echo "listing $LISTING_ID"
 
 echo "== The buyer searches the feed (whole words) and opens a thread (2,000 credits held)"
 as_buyer feed --q "deduplicate csv" --type sell --sort price_asc |
-  jq -e --arg id "$LISTING_ID" '.listings[] | select(.id == $id) | {id, title, price_usd}' ||
+  jq -ec --arg id "$LISTING_ID" '.listings[] | select(.id == $id) | {id, title, price_usd}' ||
   { echo "the listing is not in the feed" >&2; exit 1; }
 THREAD_ID=$(as_buyer open "$LISTING_ID" "2 days, as listed" | jq -er .id)
 echo "thread $THREAD_ID"

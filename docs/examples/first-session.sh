@@ -80,7 +80,7 @@ LISTING_ID=$(call POST /v1/listings -H "x-api-key: $SELLER_KEY" -H "Idempotency-
 echo "listing $LISTING_ID"
 # q matches whole words, all of them, in the title or body.
 call GET "/v1/feed?q=deduplicate+csv&type=sell&sort=price_asc" -H "x-api-key: $BUYER_KEY" |
-  jq -e --arg id "$LISTING_ID" '.listings[] | select(.id == $id) | {id, title, price_usd, poster_id}' ||
+  jq -ec --arg id "$LISTING_ID" '.listings[] | select(.id == $id) | {id, title, price_usd, poster_id}' ||
   { echo "the listing is not in the feed" >&2; exit 1; }
 
 echo "== 5. Negotiate: the buyer opens (2,000 credits held), the seller counters, the buyer agrees"

@@ -129,6 +129,7 @@ def main() -> None:
     endpoint = serve_https(HOOK_PORT, receiver(received), HOOK_HOST)
     try:
         with httpx.Client(base_url=BASE, timeout=30) as http:
+            print("== Two traders: register, credits from the operator, contact and route")
             seller, buyer = trader(http, "seller"), trader(http, "buyer")
 
             print("== The seller sets its endpoint and keeps the secret (shown once)")

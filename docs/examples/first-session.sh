@@ -42,7 +42,9 @@ call() {
   printf '%s' "$answer"
 }
 # A fresh Idempotency-Key for each operation that creates or settles something.
-new_key() { cat /proc/sys/kernel/random/uuid; }
+new_key() {
+  if [ -r /proc/sys/kernel/random/uuid ]; then cat /proc/sys/kernel/random/uuid; else uuidgen; fi
+}
 JSON=(-H 'content-type: application/json')
 
 echo "== 1. Register the seller and the buyer (anyone; the key is shown once)"

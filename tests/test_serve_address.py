@@ -52,12 +52,11 @@ def test_the_served_address_as_clients_reach_it(host: str, url: str) -> None:
     assert served_base_url(host, 9001) == url
 
 
-def _wait_until_healthy(proc: subprocess.Popen, base: str) -> None:
+def _wait_until_healthy(proc: subprocess.Popen, base: str, log: Path) -> None:
     deadline = time.monotonic() + STARTUP_S
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            _, stderr = proc.communicate()
-            pytest.fail(f"serve exited with status {proc.returncode}: {stderr.decode()[-2000:]}")
+            pytest.fail(f"serve exited with status {proc.returncode}: {log.read_text()[-2000:]}")
         try:
             if httpx.get(f"{base}/health", timeout=1).status_code == 200:
                 return
@@ -77,6 +76,7 @@ def test_serve_on_another_port_links_to_that_port_in_development(tmp_path: Path)
         BROKER_KEY_HASH_SECRET=TEST_SECRET,
         BROKER_JOBS_ENABLED="false",
     )
+    log = tmp_path / "serve.log"
     # Two workers: each reads its settings from the environment serve hands down.
     proc = subprocess.Popen(
         [sys.executable, "-m", "agent_broker.cli", "serve", "--port", str(port)]
@@ -84,10 +84,10 @@ def test_serve_on_another_port_links_to_that_port_in_development(tmp_path: Path)
         cwd=tmp_path,
         env=env,
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
+        stderr=log.open("wb"),
     )
     try:
-        _wait_until_healthy(proc, base)
+        _wait_until_healthy(proc, base, log)
         problem = httpx.get(f"{base}/v1/account", timeout=10).json()
         assert problem["type"] == f"{base}/problems/{problem['reason']}"
         robots = httpx.get(f"{base}/robots.txt", timeout=10).text
@@ -109,8 +109,8 @@ def test_serve_on_another_port_links_to_that_port_in_development(tmp_path: Path)
         assert json.loads(registered.stdout)["api_key"]
     finally:
         proc.send_signal(signal.SIGTERM)
-        _, stderr = proc.communicate(timeout=30)
-    events = [json.loads(line) for line in stderr.decode().splitlines()]
+        proc.wait(timeout=30)
+    events = [json.loads(line) for line in log.read_text().splitlines()]
     [start] = [event for event in events if event["event"] == "serve_start"]
     assert start["public_base_url"] == base
     assert start["database"] == str(tmp_path / "broker.db")

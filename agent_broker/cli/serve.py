@@ -6,7 +6,7 @@ from __future__ import annotations
 import ipaddress
 import os
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 
 import typer
 
@@ -39,21 +39,25 @@ def _public_base_url(settings: Settings, host: str, port: int) -> Iterator[Setti
     if settings.env != "development":
         yield settings
         return
-    given = PUBLIC_BASE_URL_VARIABLE in os.environ
+    given = "public_base_url" in settings.model_fields_set
     if not given:
         settings = settings.model_copy(update={"public_base_url": served_base_url(host, port)})
         os.environ[PUBLIC_BASE_URL_VARIABLE] = settings.public_base_url
     record = served_url_file(settings.var_dir)
-    record.parent.mkdir(parents=True, exist_ok=True)
-    record.write_text(settings.public_base_url + "\n")
+    try:
+        record.parent.mkdir(parents=True, exist_ok=True)
+        record.write_text(settings.public_base_url + "\n")
+    except OSError:  # a convenience only: serve all the same
+        record = None
     try:
         yield settings
     finally:
         if not given:
             os.environ.pop(PUBLIC_BASE_URL_VARIABLE, None)
         # Another server started since may have written its own address: keep that.
-        if record.is_file() and record.read_text().strip() == settings.public_base_url:
-            record.unlink(missing_ok=True)
+        with suppress(OSError):
+            if record and record.read_text().strip() == settings.public_base_url:
+                record.unlink()
 
 
 def _log_start(event: str, settings: Settings, **fields: object) -> None:

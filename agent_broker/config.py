@@ -226,7 +226,7 @@ class Settings(BaseSettings):
     @model_validator(mode="after")
     def _resolve_paths(self) -> Settings:
         # Absolute once read, so that every command and worker names the same files.
-        self.var_dir = os.path.abspath(self.var_dir or default_var_dir())
+        self.var_dir = os.path.abspath(os.path.expanduser(self.var_dir or default_var_dir()))
         if not self.database_url:
             self.database_url = f"sqlite:///{Path(self.var_dir) / 'broker.db'}"
             self._default_database = True

@@ -110,7 +110,9 @@ def test_serve_on_another_port_links_to_that_port_in_development(tmp_path: Path)
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=30)
-    events = [json.loads(line) for line in log.read_text().splitlines()]
+    # (uvicorn's supervisor of several workers writes a few plain lines of its own)
+    lines = log.read_text().splitlines()
+    events = [json.loads(line) for line in lines if line.startswith("{")]
     [start] = [event for event in events if event["event"] == "serve_start"]
     assert start["public_base_url"] == base
     assert start["database"] == str(tmp_path / "broker.db")

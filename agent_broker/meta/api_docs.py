@@ -32,6 +32,14 @@ ASSETS = {
     "favicon.png": "image/png",
 }
 _CACHE = "public, max-age=86400"
+# Images from this service (and data: URLs) only: ReDoc's sidebar asks Redocly's CDN for
+# its logo (and hides it when that fails); the browser is told not to ask at all.
+PAGE_POLICY = "img-src 'self' data:"
+
+
+def _page(response: HTMLResponse) -> HTMLResponse:
+    response.headers["content-security-policy"] = PAGE_POLICY
+    return response
 
 
 def _asset_folder() -> Path:
@@ -49,7 +57,7 @@ def _root(request: Request) -> str:
 @router.get(SWAGGER_UI_PATH, response_class=HTMLResponse)
 async def swagger_ui(request: Request) -> HTMLResponse:
     app = request.app
-    return get_swagger_ui_html(
+    page = get_swagger_ui_html(
         openapi_url=f"{_root(request)}{app.openapi_url}",
         title=f"{app.title} - Swagger UI",
         swagger_js_url=_asset_url(request, "swagger-ui-bundle.js"),
@@ -59,6 +67,7 @@ async def swagger_ui(request: Request) -> HTMLResponse:
         init_oauth=app.swagger_ui_init_oauth,
         swagger_ui_parameters=app.swagger_ui_parameters,
     )
+    return _page(page)
 
 
 @router.get(OAUTH2_REDIRECT_PATH, response_class=HTMLResponse)
@@ -69,13 +78,14 @@ async def swagger_ui_oauth2_redirect() -> HTMLResponse:
 @router.get(REDOC_PATH, response_class=HTMLResponse)
 async def redoc(request: Request) -> HTMLResponse:
     app = request.app
-    return get_redoc_html(
+    page = get_redoc_html(
         openapi_url=f"{_root(request)}{app.openapi_url}",
         title=f"{app.title} - ReDoc",
         redoc_js_url=_asset_url(request, "redoc.standalone.js"),
         redoc_favicon_url=_asset_url(request, "favicon.png"),
         with_google_fonts=False,
     )
+    return _page(page)
 
 
 def _asset_route(name: str, media_type: str) -> None:

@@ -80,5 +80,7 @@ def test_the_api_pages_render_with_every_other_site_cut_off(live_server, browser
         redoc.wait_for_selector("[data-section-id*='operation/']", timeout=60_000)
     finally:
         context.close()
-    assert elsewhere == []
-    assert problems + more == []
+    assert elsewhere == []  # nothing was asked of another site, not even ReDoc's logo:
+    # the page's policy refuses it before any request (the browser reports it refused).
+    logo = "https://cdn.redoc.ly/redoc/logo-mini.svg"
+    assert problems == [] and [p for p in more if logo not in p] == []

@@ -8,7 +8,7 @@ from html.parser import HTMLParser
 
 import pytest
 
-from agent_broker.meta.api_docs import ASSETS, ASSETS_PATH
+from agent_broker.meta.api_docs import ASSETS, ASSETS_PATH, PAGE_POLICY
 
 sqlite_only = pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
 
@@ -42,6 +42,8 @@ def test_the_api_pages_use_only_assets_the_service_serves(client, page, wanted) 
     response = client.get(page)
     assert response.status_code == 200
     assert response.headers["content-type"].startswith("text/html")
+    # Nor may a script fetch an image from elsewhere (ReDoc's logo).
+    assert response.headers["content-security-policy"] == PAGE_POLICY == "img-src 'self' data:"
     urls = _fetched(response.text)
     assert {url.rsplit("/", 1)[-1] for url in urls} == wanted
     for url in urls:

@@ -50,6 +50,7 @@ from agent_broker.membership.routes import router as membership_router
 from agent_broker.membership.webhook_routes import router as webhooks_account_router
 from agent_broker.meta.a2a import a2a_dispatcher
 from agent_broker.meta.agent_card import PublishedCard, card_body
+from agent_broker.meta.api_docs import router as api_docs_router
 from agent_broker.meta.discovery import llms_txt
 from agent_broker.meta.metrics import Metrics
 from agent_broker.meta.metrics import router as metrics_router
@@ -88,6 +89,7 @@ ROUTERS = (
     reputation_router,
     meta_router,
     discovery_router,
+    api_docs_router,
     market_router,
     x402_router,
     tokens_router,
@@ -172,6 +174,8 @@ def create_app(settings: Settings | None = None, *, run_jobs: bool | None = None
         title="agent-broker",
         version=RELEASE_TAG,
         description="Marketplace broker for automated agents.",
+        docs_url=None,  # /docs and /redoc with local assets: agent_broker.meta.api_docs
+        redoc_url=None,
         lifespan=lifespan,
         # FastAPI's own OpenTelemetry hooks: off, since the service counts and logs its
         # requests itself (/metrics, the access line) and they cost a check per request.

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import ipaddress
+import os
 import re
 from datetime import timedelta
 from functools import cached_property
+from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, PrivateAttr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from agent_broker.pricing import DOMAIN_GRANT_MICRO
@@ -44,6 +46,38 @@ def parse_resolve(spec: str) -> dict[str, tuple[str, int | None]]:
 DEV_KEY_HASH_SECRET = "development-only-key-hash-secret-change-me"
 
 
+def default_var_dir() -> str:
+    """Where development state lives when BROKER_VAR_DIR is unset, whatever the working
+    directory: `var/` of the source checkout the package runs from (the folder holding its
+    pyproject.toml), else the user's data folder, `$XDG_DATA_HOME/agent-broker`
+    (`~/.local/share/agent-broker`)."""
+    checkout = Path(__file__).resolve().parent.parent
+    if (checkout / "pyproject.toml").is_file():
+        return str(checkout / "var")
+    data_home = os.environ.get("XDG_DATA_HOME", "")
+    base = Path(data_home) if os.path.isabs(data_home) else Path.home() / ".local" / "share"
+    return str(base / "agent-broker")
+
+
+def served_url_file(var_dir: str) -> Path:
+    """Where `agent-broker serve`, in development, leaves the address it serves while it
+    runs; `agent-broker agent` reads it for its default."""
+    return Path(var_dir) / "served-url"
+
+
+def database_label(database_url: str) -> str:
+    """What a log line may say of the database: a SQLite file's absolute path, or a server's
+    dialect, host, port and database name (never the user or password)."""
+    from sqlalchemy.engine import make_url
+
+    url = make_url(database_url)
+    if url.get_backend_name() == "sqlite":
+        database = url.database or ""
+        return os.path.abspath(database) if database and database != ":memory:" else ":memory:"
+    port = f":{url.port}" if url.port else ""
+    return f"{url.get_backend_name()}://{url.host or ''}{port}/{url.database or ''}"
+
+
 def _is_evm_address(value: str) -> bool:
     return re.fullmatch(r"0x[0-9a-fA-F]{40}", value) is not None
 
@@ -52,8 +86,11 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="BROKER_", extra="ignore")
 
     env: Literal["development", "staging", "production"] = "development"
-    database_url: str = "sqlite:///./var/broker.db"
+    # Empty = the SQLite file broker.db in var_dir (production sets it).
+    database_url: str = ""
     redis_url: str | None = None
+    # The address clients use. Unset in development, `agent-broker serve` sets it to the
+    # address it binds (http://HOST:PORT); elsewhere unset means this default.
     public_base_url: str = "http://127.0.0.1:8080"
     # Base of the binding identifiers, e.g. "{bindings_base}/webhook-v1"; empty = derived.
     bindings_base: str = ""
@@ -69,7 +106,10 @@ class Settings(BaseSettings):
     security_contact: str = ""
     # Who runs this deployment, as the agent card's provider names it.
     operator_name: str = "agent-broker"
-    var_dir: str = "./var"
+    # Development state: the default SQLite file and the generated signing keys. Empty =
+    # default_var_dir(), the same folder from any working directory; a relative path is
+    # taken from the working directory.
+    var_dir: str = ""
     # Comma-separated addresses or CIDR ranges whose X-Forwarded-For is believed.
     trusted_proxies: str = ""
     # `limits` notation, e.g. "20/hour".
@@ -133,7 +173,7 @@ class Settings(BaseSettings):
     oauth_issuer: str = ""
     oauth_audience: str = ""
     oauth_jwks_url: str = ""
-    # Processors (README "Buying credits"). processor_a: a Lightning hosted-charge API
+    # Processors (docs/operators/payments.md). processor_a: a Lightning hosted-charge API
     # (create a charge, callback signed with HMAC-SHA256 of the raw body);
     # processor_b: an address-forwarding gateway (callbacks from its published addresses).
     processor_a_api_url: str = ""
@@ -159,7 +199,7 @@ class Settings(BaseSettings):
     certification_test_rate_limit: str = "6/hour"
     # How many deal routes the certification-checks job probes at once.
     certification_check_concurrency: int = Field(default=8, ge=1, le=100)
-    # x402 payments on the payable routes (README "Paying per call with x402"). Off: no
+    # x402 payments on the payable routes (docs/operators/payments.md, "x402"). Off: no
     # manifest and the payable routes answer 401 without a key, as without payments.
     x402_enabled: bool = False
     x402_facilitator_url: str = ""
@@ -184,6 +224,18 @@ class Settings(BaseSettings):
     max_body_bytes: int = Field(default=262144, ge=1024, le=16 * 1024 * 1024)
     # How long a client may take to send its whole body (408 after).
     body_timeout_seconds: float = Field(default=10.0, gt=0, le=300)
+
+    # Whether database_url is the development default (production refuses it).
+    _default_database: bool = PrivateAttr(default=False)
+
+    @model_validator(mode="after")
+    def _resolve_paths(self) -> Settings:
+        # Absolute once read, so that every command and worker names the same files.
+        self.var_dir = os.path.abspath(os.path.expanduser(self.var_dir or default_var_dir()))
+        if not self.database_url:
+            self.database_url = f"sqlite:///{Path(self.var_dir) / 'broker.db'}"
+            self._default_database = True
+        return self
 
     @model_validator(mode="after")
     def _check_trusted_proxies(self) -> Settings:
@@ -282,7 +334,7 @@ class Settings(BaseSettings):
             problems.append("BROKER_SIGNING_KEY must be set")
         if not self.card_signing_key:
             problems.append("BROKER_CARD_SIGNING_KEY must be set")
-        if self.database_url.startswith("sqlite") and "/./var/" in self.database_url:
+        if self._default_database:
             problems.append("BROKER_DATABASE_URL must be set explicitly")
         if self.allow_private_fetch:
             problems.append("BROKER_ALLOW_PRIVATE_FETCH must be off")

@@ -1,4 +1,4 @@
-"""RFC 9457 problem documents: the reason codes of SPEC.md section 7, one exception tree,
+"""RFC 9457 problem documents: the reason codes of docs/interface.md §3, one exception tree,
 and the handlers that render every error as application/problem+json."""
 
 from __future__ import annotations

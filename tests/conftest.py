@@ -3,8 +3,9 @@ against PostgreSQL. PostgreSQL tests get a database of their own, created for th
 dropped after it, so parallel runs never collide. Without a reachable server those tests
 are skipped and the run says so; with BROKER_TEST_REQUIRE_POSTGRES=1 (CI) they fail.
 
-What tests share beyond these fixtures lives in tests/support (README.md, "Layout"): its
-fixture modules are loaded for every test through `pytest_plugins` below.
+What tests share beyond these fixtures lives in tests/support
+(docs/contributors/architecture.md, "Layout"): its fixture modules are loaded for every
+test through `pytest_plugins` below.
 """
 
 from __future__ import annotations

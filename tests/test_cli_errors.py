@@ -165,8 +165,8 @@ def test_serve_on_postgresql_notes_a_single_inline_worker(
     # loop, which accepts every waiting connection at once (tests/test_serve_loop.py).
     assert started[0]["loop"] == ("asyncio" if args[1] == "1" else "auto")
     assert (ONE_WRITER_NOTE in result.stderr) is noted
-    for line in result.stderr.splitlines():  # the service's log: JSON lines only
-        assert json.loads(line)["event"] == "serve_workers_note"
+    events = [json.loads(line)["event"] for line in result.stderr.splitlines()]  # JSON only
+    assert events == ["serve_workers_note"] * noted + ["serve_start"]
 
 
 def test_an_unknown_dispatch_is_a_configuration_error(clean_env, monkeypatch):

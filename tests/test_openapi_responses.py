@@ -31,6 +31,7 @@ from referencing.jsonschema import DRAFT202012
 from agent_broker import clock
 from agent_broker.accounts.service import protocol_bindings
 from agent_broker.categories import CATEGORIES
+from agent_broker.meta.api_docs import ASSETS, ASSETS_PATH
 from tests.support.accounts import Agent, complete_profile, fund
 from tests.support.domains import echoing, serve_token
 from tests.support.http import new_key
@@ -49,6 +50,11 @@ UNDOCUMENTED: set[tuple[str, str]] = {
     # The public HTML pages (tests/market).
     ("GET", "/market"),
     ("GET", "/market/{handle}"),
+    # The API pages over the document, and their assets (tests/meta/test_api_docs.py).
+    ("GET", "/docs"),
+    ("GET", "/docs/oauth2-redirect"),
+    ("GET", "/redoc"),
+    *(("GET", f"{ASSETS_PATH}/{name}") for name in ASSETS),
     # A2A 0.3 surfaces, answered 501 so an old client learns why (tests/meta/test_discovery).
     *(
         (method, path)
@@ -750,8 +756,8 @@ def _response_components(doc: dict[str, Any]) -> set[str]:
     return reached
 
 
-# Response fields that are required and may be null, each because SPEC.md (or, for the
-# meta documents, FACTS.md) says so. Every other response field is never null.
+# Response fields that are required and may be null, each because docs/interface.md §1,
+# §19 or §20.1 says so. Every other response field is never null.
 NULLABLE = {
     ("AccountProfileOut", "contact"),
     ("AccountProfileOut", "deal_route"),

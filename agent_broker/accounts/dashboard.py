@@ -1,4 +1,4 @@
-"""Operator self-service on the caller's own account (SPEC 4.7): disable and rotate the
+"""Operator self-service on the caller's own account (docs/interface.md §18): disable and rotate the
 API key, list and remove the identities linked to the account. Each accepts a dashboard
 session or the API key; a disabled account's key is refused (403 api_key_disabled), so its
 operator rotates through a session."""

@@ -53,7 +53,7 @@ class RegistrationReplay(BaseModel):
     existing: Literal[True]
 
 
-# SPEC.md 2.9's RegisterAccountResponse: the 201 that created the account, or its 200
+# The registration answer of docs/interface.md §7.1: the 201 that created the account, or its 200
 # replay. As a route's response model it renders either; the document declares each
 # shape under its own status (see http/responses.py).
 RegisterAccountResponse = RegisteredAccount | RegistrationReplay

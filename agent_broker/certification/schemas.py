@@ -1,4 +1,5 @@
-"""The certification status record (FACTS 4.6), the answer of every certification route."""
+"""The certification status record (docs/interface.md §15), the answer of every certification
+route."""
 
 from __future__ import annotations
 

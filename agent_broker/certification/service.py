@@ -1,5 +1,5 @@
 """Certification rules: who may be tested, the record of a free test, and the status
-record (FACTS 4.6's proposal) every certification route answers with."""
+record (docs/interface.md §15) every certification route answers with."""
 
 from __future__ import annotations
 

@@ -3,10 +3,74 @@ stdio)."""
 
 from __future__ import annotations
 
+import ipaddress
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+
 import typer
 
 from agent_broker.cli.common import load_settings, open_database
-from agent_broker.config import Settings
+from agent_broker.config import Settings, database_label, served_url_file
+
+PUBLIC_BASE_URL_VARIABLE = "BROKER_PUBLIC_BASE_URL"
+
+
+def served_base_url(host: str, port: int) -> str:
+    """The address a client on this machine reaches `serve --host HOST --port PORT` at: an
+    unspecified address (0.0.0.0, ::) is reached on the loopback (127.0.0.1, localhost)."""
+    try:
+        address = ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        return f"http://{host}:{port}"  # a host name
+    if address.is_unspecified:
+        name = "127.0.0.1" if address.version == 4 else "localhost"
+    else:
+        name = str(address) if address.version == 4 else f"[{address}]"
+    return f"http://{name}:{port}"
+
+
+@contextmanager
+def _public_base_url(settings: Settings, host: str, port: int) -> Iterator[Settings]:
+    """In development, an unset BROKER_PUBLIC_BASE_URL follows the address served: set in
+    the environment, where the workers read their settings, for as long as serving lasts;
+    and the address is left in the var folder (served-url), where `agent-broker agent`
+    looks for its default. Elsewhere the configured value (or its default) stands."""
+    if settings.env != "development":
+        yield settings
+        return
+    given = "public_base_url" in settings.model_fields_set
+    if not given:
+        settings = settings.model_copy(update={"public_base_url": served_base_url(host, port)})
+        os.environ[PUBLIC_BASE_URL_VARIABLE] = settings.public_base_url
+    record = served_url_file(settings.var_dir)
+    try:
+        record.parent.mkdir(parents=True, exist_ok=True)
+        record.write_text(settings.public_base_url + "\n")
+    except OSError:  # a convenience only: serve all the same
+        record = None
+    try:
+        yield settings
+    finally:
+        if not given:
+            os.environ.pop(PUBLIC_BASE_URL_VARIABLE, None)
+        # Another server started since may have written its own address: keep that.
+        with suppress(OSError):
+            if record and record.read_text().strip() == settings.public_base_url:
+                record.unlink()
+
+
+def _log_start(event: str, settings: Settings, **fields: object) -> None:
+    """One line of the service's JSON log on standard error: where it answers and which
+    database it uses (a SQLite file by its absolute path)."""
+    import structlog
+
+    from agent_broker.logging import configure as configure_logging
+
+    configure_logging(settings.log_level)
+    structlog.get_logger("agent_broker.serve").info(
+        event, database=database_label(settings.database_url), **fields
+    )
 
 
 def _note_how_workers_write(settings: Settings, workers: int) -> None:
@@ -39,7 +103,7 @@ def event_loop_for(workers: int) -> str:
     worker, 64 connections opened at once: p99 170-450 ms against 12-31 ms on asyncio's
     loop, which accepts every waiting connection in one turn, at equal throughput). Several
     workers keep uvloop: the PostgreSQL deal cycle with two workers ran a fifth to a
-    quarter slower on asyncio's loop (docs/decisions.md)."""
+    quarter slower on asyncio's loop (docs/decisions/performance-9-event-loop.md)."""
     return "asyncio" if workers == 1 else "auto"
 
 
@@ -61,17 +125,24 @@ def serve(
         # Refuse to start rather than answer 500 to every request.
         open_database(settings).dispose()
     _note_how_workers_write(settings, workers)
-    uvicorn.run(
-        "agent_broker.app:app_factory",
-        factory=True,
-        host=host,
-        port=port,
-        workers=workers,
-        proxy_headers=False,
-        access_log=False,
-        log_level=settings.log_level.lower(),
-        loop=event_loop_for(workers),
-    )
+    with _public_base_url(settings, host, port) as settings:
+        _log_start(
+            "serve_start",
+            settings,
+            address=f"{host}:{port}",
+            public_base_url=settings.public_base_url,
+        )
+        uvicorn.run(
+            "agent_broker.app:app_factory",
+            factory=True,
+            host=host,
+            port=port,
+            workers=workers,
+            proxy_headers=False,
+            access_log=False,
+            log_level=settings.log_level.lower(),
+            loop=event_loop_for(workers),
+        )
 
 
 def mcp() -> None:
@@ -86,6 +157,7 @@ def mcp() -> None:
 
     settings = load_settings()
     open_database(settings).dispose()
+    _log_start("mcp_start", settings)
     app = create_app(settings, run_jobs=False)
     server = build_server(app_context(app), stdio_key=os.environ.get(STDIO_KEY_VARIABLE) or None)
 

@@ -1,6 +1,8 @@
 """`agent-broker agent ...`: the client from a shell. The service is `--base-url` (or
-BROKER_BASE_URL), the key BROKER_API_KEY; answers print as JSON on standard output, a
-refusal as its problem document on standard error with exit status 1."""
+BROKER_BASE_URL; without either, the address a development `agent-broker serve` of this
+installation is serving, else http://127.0.0.1:8080), the key BROKER_API_KEY; answers
+print as JSON on standard output, a refusal as its problem document on standard error
+with exit status 1."""
 
 from __future__ import annotations
 
@@ -14,9 +16,22 @@ from pydantic import BaseModel
 
 from agent_broker.client.errors import ProblemError
 from agent_broker.client.sync import Client
+from agent_broker.config import default_var_dir, served_url_file
 
 agent_app = typer.Typer(help="Act as an agent through the REST interface.", no_args_is_help=True)
 DEFAULT_BASE_URL = "http://127.0.0.1:8080"
+
+
+def default_base_url() -> str:
+    """The address a development `agent-broker serve` left in the var folder
+    (BROKER_VAR_DIR, else the same default as the server's) while it serves; without one,
+    DEFAULT_BASE_URL."""
+    record = served_url_file(os.environ.get("BROKER_VAR_DIR") or default_var_dir())
+    try:
+        served = record.read_text().strip()
+    except OSError:
+        served = ""
+    return served if served.startswith(("http://", "https://")) else DEFAULT_BASE_URL
 
 
 def _client(ctx: typer.Context) -> Client:
@@ -45,12 +60,17 @@ def _act(ctx: typer.Context, action: Callable[[Client], Any]) -> None:
 @agent_app.callback()
 def agent(
     ctx: typer.Context,
-    base_url: str = typer.Option(
-        DEFAULT_BASE_URL, "--base-url", envvar="BROKER_BASE_URL", help="The service's address."
+    base_url: str | None = typer.Option(
+        None,
+        "--base-url",
+        envvar="BROKER_BASE_URL",
+        help="The service's address; default: the one a development `agent-broker serve` "
+        f"of this installation is serving, else {DEFAULT_BASE_URL}.",
+        show_default=False,
     ),
 ) -> None:
     """Commands of an agent (the key in BROKER_API_KEY)."""
-    ctx.obj = {"base_url": base_url}
+    ctx.obj = {"base_url": base_url or default_base_url()}
 
 
 @agent_app.command()

@@ -1,4 +1,4 @@
-"""Verifying a reputation proof as a relying party: the verifier procedure of SPEC 4.5.
+"""Verifying a reputation proof as a relying party, by the procedure of docs/interface.md §13.3.
 
 A relying party that wants to see an agent's reputation issues a fresh nonce, the agent
 mints a proof for it (POST /v1/account/reputation/attestation with `nonce` and the relying

@@ -114,12 +114,12 @@ def _configure_sqlite(engine: Engine, busy_timeout_ms: int, *, autocheckpoint: i
 
 def _refuse_closed_by_server(dbapi_connection: Any, _record: Any, _proxy: Any) -> None:
     """What SQLAlchemy's pre-ping is for, without its round trip on every checkout (about
-    6% of a deal cycle's CPU on PostgreSQL, docs/decisions.md). A pooled connection is idle:
-    the server sends nothing on it unasked, except when it closes it (a restart,
-    pg_terminate_backend, an idle timeout), which leaves its last message and end-of-file
-    to be read. So input waiting on an idle connection means it is gone; as after a
-    failed ping, the pool drops it and every connection older than it, and opens a new
-    one for this checkout."""
+    6% of a deal cycle's CPU on PostgreSQL: docs/decisions/performance-5-postgresql-inline.md).
+    A pooled connection is idle: the server sends nothing on it unasked, except when it
+    closes it (a restart, pg_terminate_backend, an idle timeout), which leaves its last
+    message and end-of-file to be read. So input waiting on an idle connection means it is
+    gone; as after a failed ping, the pool drops it and every connection older than it,
+    and opens a new one for this checkout."""
     poller = select.poll()
     poller.register(dbapi_connection.pgconn.socket, select.POLLIN)
     if poller.poll(0):

@@ -11,7 +11,7 @@ round trip of its own), the statement's PREPARE the first time the connection se
 the statements queued before it (Prepared.queue: those whose outcome nobody reads;
 Prepared.later: reads whose rows are read from this round trip), and the statement; the
 COMMIT goes with the statements queued last.
-docs/decisions.md, eighth round, has the measurements.
+docs/decisions/performance-8-prepared-statements.md has the measurements.
 
 The connection stays a psycopg connection in the same state psycopg left it in: libpq's
 transaction status is what psycopg reads, so its commit, rollback and ORM statements go on

@@ -12,7 +12,7 @@ wrapped around that same DBAPI connection, so every statement of the session run
 one transaction. Code that needs the engine reads `session.bind`, not get_bind().
 
 A transaction that ran only prepared statements tells the session's listeners what the
-ORM's would (docs/decisions.md, "The speed layer"): `after_commit` and
+ORM's would (docs/decisions/speed-layer.md): `after_commit` and
 `after_rollback` (whose listeners take only the session) are dispatched by the light
 session itself, once its DBAPI connection has committed or rolled back; a listener of an
 event that hands over the ORM's transaction or connection (`after_begin`, `before_commit`,

@@ -2,14 +2,14 @@
 
 The light session (agent_broker.db.light), prepared statements (agent_broker.db.prepared)
 and group commit (agent_broker.db.group_commit) skip SQLAlchemy's per-call machinery for
-speed (docs/decisions.md, the rounds of "Where the time goes"), and to do so they read a
-few of its internals: the session's unflushed state, a Connection made around a pooled
-connection, a nested pool checkout, a driver error wrapped as a Connection wraps it, the
-compiler's bind processors, the types' cached result processors, a statement's RETURNING
-columns, and the lists of listeners its event system keeps per class. Each such reach is
-a function here, written for SQLAlchemy WRITTEN_FOR (the pin in pyproject.toml);
-tests/test_framework_internals.py fails when the installed version differs or a name used
-here has changed shape, and says what to check.
+speed (the rounds of "Where the time goes", docs/decisions/performance-*.md), and to do
+so they read a few of its internals: the session's unflushed state, a Connection made
+around a pooled connection, a nested pool checkout, a driver error wrapped as a
+Connection wraps it, the compiler's bind processors, the types' cached result processors,
+a statement's RETURNING columns, and the lists of listeners its event system keeps per
+class. Each such reach is a function here, written for SQLAlchemy WRITTEN_FOR (the pin in
+pyproject.toml); tests/test_framework_internals.py fails when the installed version
+differs or a name used here has changed shape, and says what to check.
 
 The compiler's documented attributes that prepared statements read (binds, positiontup,
 escaped_bind_names, insert_prefetch, update_prefetch) stay where they are used; the test

@@ -5,7 +5,7 @@ Only the list's ICANN section counts. A name under a hosting platform's shared s
 (`you.github.io`, `x.trycloudflare.com`) belongs, as far as registration goes, to the
 platform: its registrable domain is the platform's own, whose apex the user cannot
 serve a file from. So a tunnel or a free subdomain can never earn a welcome credit of its
-own, one per name (docs/decisions.md)."""
+own, one per name (docs/decisions/domain-proof.md)."""
 
 from __future__ import annotations
 

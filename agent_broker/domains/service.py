@@ -1,4 +1,4 @@
-"""Domain proof (SPEC 2.10, 3.6, 4.1 rule 4): which registrable domains an account has
+"""Domain proof (docs/interface.md §8): which registrable domains an account has
 proved it controls, the challenge it must serve, and the one-time welcome credit.
 
 A grant is owed once per account and once per domain, ever: the grant row is unique on

@@ -8,7 +8,7 @@ down or silent costs one bounded delay per interval and worker, never a hung req
 
 Time comes from a clock given to the limiter, the system's by default: tests pass one they
 move by hand, so a window lapses or a back-off ends without waiting for it
-(docs/decisions.md, "Tests: shared support package, injected clock, parallel runs")."""
+(docs/decisions/tests.md)."""
 
 from __future__ import annotations
 

@@ -74,7 +74,7 @@ class ProblemNextStep(BaseModel):
 
 
 class ProblemDetail(BaseModel):
-    """RFC 9457 problem document (SPEC.md 7). Some problems add members of their own."""
+    """RFC 9457 problem document (docs/interface.md §3.1); some problems add members."""
 
     type: Uri = Field(description="URL-style identifier of the problem, ending in the reason")
     title: str = Field(description="HTTP status text")
@@ -122,8 +122,8 @@ def _problem_components() -> dict[str, Any]:
 
 
 def without_framework_422(schema: dict[str, Any]) -> dict[str, Any]:
-    """Request validation answers 400 invalid_input here (SPEC.md 7), never FastAPI's 422:
-    replace the 422 FastAPI declares on every operation with parameters by that 400."""
+    """Request validation answers 400 invalid_input here (docs/interface.md §3.2), never FastAPI's
+    422: replace the 422 FastAPI declares on every operation with parameters by that 400."""
     bad_request = {
         "description": HTTPStatus.BAD_REQUEST.phrase,
         "content": {PROBLEM_MEDIA_TYPE: {"schema": {"$ref": "#/components/schemas/ProblemDetail"}}},

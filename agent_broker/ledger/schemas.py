@@ -1,4 +1,4 @@
-"""Response bodies of GET /v1/ledger/verify (SPEC.md 4.10)."""
+"""Response bodies of GET /v1/ledger/verify (docs/interface.md §19)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The stored ledger verdict: the document the sealer writes, and how it is served.
 
-GET /v1/ledger/verify checks nothing itself (SPEC.md 4.10): it serves the last document
+GET /v1/ledger/verify checks nothing itself (docs/interface.md §19): it serves the last document
 the sealer stored, adding only `scope` and `stale`. A document that cannot be read or is
 in no recognised state is never repaired or guessed at; it is served as `unavailable`.
 
@@ -76,7 +76,7 @@ class _StoredMark(_Strict):
 class _StoredDocument(_Strict):
     status: Literal["ok", "broken"]
     # Kept as text and parsed when served: an unreadable time makes the verdict stale,
-    # not unavailable (SPEC.md 4.10).
+    # not unavailable (docs/interface.md §19).
     computed_at: str
     head: _StoredHead | None
     sealed: _StoredRange | None

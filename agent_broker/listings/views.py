@@ -1,4 +1,4 @@
-"""How a listing is shown: the Listing resource of SPEC.md 2.5."""
+"""How a listing is shown: the listing of docs/interface.md §9.1."""
 
 from __future__ import annotations
 

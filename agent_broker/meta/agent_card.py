@@ -1,9 +1,9 @@
-"""The A2A 1.0 agent card (FACTS 4.9) and its signature, made with the a2a-sdk's own
+"""The A2A 1.0 agent card (docs/interface.md §20.2) and its signature, made with the a2a-sdk's own
 signer: a detached JWS (EdDSA, Ed25519) over the card's canonical form as A2A defines it
 (the card as its protobuf JSON, empty and default members dropped, then RFC 8785), so any
-A2A client's verifier accepts it. The served card keeps every member FACTS 4.9 names.
-The key's public half is the one OKP key of /.well-known/jwks.json; its kid is FACTS 5.4's
-(the first 16 hex of SHA-256 over the raw public key)."""
+A2A client's verifier accepts it. The served card keeps members outside that canonical form.
+The key's public half is the one OKP key of /.well-known/jwks.json; its kid is derived as
+in docs/interface.md §14.1 (the first 16 hex of SHA-256 over the raw public key)."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@
 Each app owns a CollectorRegistry (never the process-wide default), so several apps in one
 process (tests) never share or collide on series. With several uvicorn workers each worker
 has its own registry: a scrape sees the worker that answered it, so scrape replicas that
-run one worker each (see the README).
+run one worker each (docs/operators/deploy.md, "Logs and metrics").
 
 Series:
 - broker_http_requests_total{method,route,status} and

@@ -1,6 +1,6 @@
-"""The processors' callbacks (SPEC 4.8, 6): verify the delivery, find the invoice, credit
-a confirmed payment once. Every refusal credits nothing and leaves one log line naming
-the processor and why, never the body, the signature or a secret.
+"""The processors' callbacks (docs/interface.md §17.2): verify the delivery, find the invoice,
+credit a confirmed payment once. Every refusal credits nothing and leaves one log line naming the
+processor and why, never the body, the signature or a secret.
 
 processor_a signs the raw body with HMAC-SHA256 under BROKER_PROCESSOR_A_WEBHOOK_SECRET
 (hex in X-Webhook-Signature). Only status `paid` credits, the invoice's whole amount;

@@ -1,4 +1,4 @@
-"""What an invoice may ask for (SPEC 2.12, 4.7): credit packs, per-processor bounds, the
+"""What an invoice may ask for (docs/interface.md §17.1): credit packs, per-processor bounds, the
 chains processor_b offers and the whole packs each chain's minimum transaction needs."""
 
 from __future__ import annotations

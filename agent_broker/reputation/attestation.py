@@ -1,9 +1,9 @@
-"""Reputation attestations (SPEC 4.5): a signed statement of the caller's own public record,
-or a proof of it bound to a relying party's nonce and origin.
+"""Reputation attestations (docs/interface.md §13): a signed statement of the caller's own public
+record, or a proof of it bound to a relying party's nonce and origin.
 
-The refusals come in a fixed order, because the proof-mint rate (SPEC 8) counts every
-challenge that passes the body and scope checks, including one then refused for its nonce
-or audience, and never a plain statement:
+The refusals come in a fixed order, because the proof-mint rate (docs/interface.md §13.2) counts
+every challenge that passes the body and scope checks, including one then refused for its nonce or
+audience, and never a plain statement:
 
 1. body shape: at most 1 KiB, empty or a JSON object, `nonce` and `audience` both or neither
    (400 invalid_input);
@@ -31,11 +31,12 @@ from agent_broker.reputation.limiter import Limiter
 from agent_broker.tokens import service as tokens
 from agent_broker.tokens.keys import Signer
 
-MAX_BODY_BYTES = 1024  # SPEC 8: "Attestation body: at most 1 KiB"
+MAX_BODY_BYTES = 1024  # docs/interface.md §13.1: the body is at most 1 KiB
 PROOF_MINT_LIMIT_NAME = "reputation-proof-mint"
-PROOF_MINT_RATE_LIMIT = "120/hour"  # SPEC 8, per account
+PROOF_MINT_RATE_LIMIT = "120/hour"  # docs/interface.md §13.2, per account
 VERIFY_WITH = "/.well-known/paseto-keys.json"
-# SPEC 4.5 rule 5 and 5.4: `read` is the route's own scope; a proof also needs account:write.
+# docs/interface.md §2.3 and §13.2: `read` is the route's own scope; a proof also needs
+# account:write.
 STATEMENT_SCOPES = frozenset({"read"})
 PROOF_SCOPES = frozenset({"read", "account:write"})
 
@@ -90,7 +91,7 @@ def parse_body(body: RawBody) -> Challenge | None:
 
 
 def require_scopes(caller: Caller, needed: Iterable[str]) -> None:
-    """The scope check of SPEC 4.5 rule 5: an API key holds every scope; a token only
+    """The scope check of docs/interface.md §13.2: an API key holds every scope; a token only
     those it carries (the auth seam fills `caller.scopes`)."""
     missing = sorted(scope for scope in needed if not caller.has_scope(scope))
     if missing:
@@ -117,7 +118,7 @@ def attest(
     limiter: Limiter,
     now: datetime,
 ) -> dict[str, Any]:
-    """Mint the caller's statement or proof (the ReputationAttestation of SPEC 2.11)."""
+    """Mint the caller's statement or proof (the answer of docs/interface.md §13.1)."""
     challenge = parse_body(body)
     require_scopes(caller, PROOF_SCOPES if challenge else STATEMENT_SCOPES)
     proof: tuple[str, str] | None = None

@@ -1,4 +1,4 @@
-"""The reputation records as others see them: the public record (SPEC 2.3), the
+"""The reputation records as others see them: the public record (docs/interface.md §12.2),
 counterparty record embedded in thread reads, and the claims of a signed statement."""
 
 from __future__ import annotations
@@ -76,7 +76,7 @@ def _standing(
             "domain_verified": row.id in verified,
             "scorecard": card,
         }
-        if row.id in certified:  # present only when true (SPEC 2.3)
+        if row.id in certified:  # present only when true (docs/interface.md §12.2)
             records[row.id]["certified"] = True
             records[row.id]["certified_checked_on"] = certified[row.id].isoformat()
     return records
@@ -88,7 +88,7 @@ def _columns(row: Row, names: tuple[str, ...]) -> tuple[int, ...]:
 
 
 def public_record(session: Session, account: AccountRecord, *, now: datetime) -> dict[str, Any]:
-    """The public record of an account (SPEC 2.3)."""
+    """The public record of an account (docs/interface.md §12.2)."""
     found = _standing(session, {account.id: account.created_at}, now)
     if account.id not in found:
         raise NotFound("No reputation record has this handle.")
@@ -99,9 +99,9 @@ def public_record(session: Session, account: AccountRecord, *, now: datetime) ->
 def lookup(
     session: Session, handle: str, *, limiter: Limiter, source: str, now: datetime
 ) -> dict[str, Any]:
-    """GET /v1/reputation/{handle}: 600 lookups per hour per source (SPEC 8), misses
-    included so handles cannot be enumerated for free; unknown and malformed handles are
-    both 404."""
+    """GET /v1/reputation/{handle}: 600 lookups per hour per source (docs/interface.md §12.2),
+    misses included so handles cannot be enumerated for free; unknown and malformed handles are both
+    404."""
     limiter.hit("reputation-lookup", LOOKUP_RATE_LIMIT, source)
     account = directory.find_by_handle(session, handle)
     if account is None:

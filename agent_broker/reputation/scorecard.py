@@ -1,4 +1,5 @@
-"""The reputation scorecard (SPEC 2.4): a pure derivation from the two facets and a few counters.
+"""The reputation scorecard (docs/interface.md §12.3): a pure derivation from the two facets and a
+few counters.
 
 Arithmetic is integer only; no float ever enters the output.
 
@@ -21,7 +22,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-# Each role is seeded with one synthetic five-star rating (SPEC 2.2).
+# Each role is seeded with one synthetic five-star rating (docs/interface.md §12.1).
 SEED_RATING_SUM = 5
 SEED_RATING_COUNT = 1
 MIN_RATED_DEALS = 5
@@ -95,7 +96,8 @@ def _median_latency(counts: Sequence[int]) -> str | None:
 
 
 def derive_scorecard(inputs: ScorecardInputs) -> dict[str, Any]:
-    """Derive the SPEC 2.4 scorecard; optional fields are omitted (never zero) when not defined.
+    """Derive the scorecard of docs/interface.md §12.3; optional fields are omitted (never zero)
+    when not defined.
 
     Rounding is half-up to an integer; the latency median is the lower median for even counts.
     """

@@ -1,4 +1,4 @@
-"""Content scanning: contact details and prompt injection in free text (SPEC.md 1.10)."""
+"""Content scanning: contact details and prompt injection in free text (docs/interface.md §21)."""
 
 from agent_broker.scanning.errors import ContactLeak, PromptInjection
 from agent_broker.scanning.service import Finding, ensure_clean, scan

@@ -1,4 +1,4 @@
-"""Problems raised when a scanned field is refused (SPEC.md section 7)."""
+"""Problems raised when a scanned field is refused (docs/interface.md §21)."""
 
 from __future__ import annotations
 

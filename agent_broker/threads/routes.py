@@ -127,7 +127,7 @@ def close_thread(
     session: WriteSession,
     idempotency: RequiredIdempotency,
 ) -> dict:
-    # Any body is ignored (SPEC.md 4.3).
+    # Any body is ignored (docs/interface.md §10.5).
     outcome = service.close_once(
         session, caller.account_id, thread_id, idempotency, now=clock.now()
     )

@@ -33,7 +33,8 @@ class SigningKeyError(ValueError):
 
 
 def kid_of(public_key: Ed25519PublicKey) -> str:
-    """First 16 hex characters of SHA-256 over the raw 32-byte public key (FACTS 5.4)."""
+    """First 16 hex characters of SHA-256 over the raw 32-byte public key (docs/interface.md
+    §14.1)."""
     return hashlib.sha256(raw_public(public_key)).hexdigest()[:16]
 
 

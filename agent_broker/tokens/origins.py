@@ -1,4 +1,4 @@
-"""The canonical https origin a reputation proof is bound to (SPEC 4.5 rule 2), shared by
+"""The canonical https origin a reputation proof is bound to (docs/interface.md §13.2), shared by
 the service, which signs it, and verifiers, which compare their own origin with it."""
 
 from __future__ import annotations
@@ -22,10 +22,10 @@ class InvalidOrigin(ValueError):
 
 
 def canonical_origin(text: object) -> str:
-    """The canonical form of the https origin a reputation proof is bound to (SPEC 4.5
-    rule 2): `https://host` or `https://host:port`, lower-case, the host in ASCII (IDNA
-    A-labels for internationalised names: a host written in Unicode is refused, not
-    converted), default port 443 dropped, no trailing slash.
+    """The canonical form of the https origin a reputation proof is bound to (docs/interface.md
+    §13.2): `https://host` or `https://host:port`, lower-case, the host in ASCII (IDNA A-labels for
+    internationalised names: a host written in Unicode is refused, not converted), default port 443
+    dropped, no trailing slash.
 
     Accepted input: scheme `https` in any case; a host name; optionally `:` and a plain
     decimal port 1-65535 without sign or leading zero; optionally one trailing `/`, which is
@@ -65,7 +65,7 @@ def _canonical_host(host: str) -> str:
     if not host:
         raise InvalidOrigin("an origin needs a host")
     if not host.isascii():
-        # SPEC 4.5 rule 2: the audience is written in ASCII; the sender converts an
+        # docs/interface.md §13.2: the audience is written in ASCII; the sender converts an
         # internationalised name to its xn-- form, so both sides sign the same text.
         raise InvalidOrigin(
             "the host must be ASCII; write an internationalised name in its xn-- form"

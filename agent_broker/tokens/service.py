@@ -31,7 +31,7 @@ REPUTATION_STATEMENT_TYP = "svc.reputation.v1"
 REPUTATION_STATEMENT_TTL = timedelta(hours=24)
 REPUTATION_PROOF_TYP = "svc.reputation-proof.v1"
 REPUTATION_PROOF_TTL = timedelta(minutes=5)
-# SPEC 4.5 rule 2: a proof nonce is exactly 32 lowercase hex characters.
+# docs/interface.md §13.2: a proof nonce is exactly 32 lowercase hex characters.
 _PROOF_NONCE = re.compile(r"[0-9a-f]{32}")
 # Only base64url characters: Python's decoder would otherwise skip stray ones.
 _SHAPE = re.compile(r"v4\.public\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+")

@@ -1,4 +1,4 @@
-"""GET /v1/account/domain: the DomainChallenge of SPEC 2.10, for the registrable domain of
+"""GET /v1/account/domain: the challenge of docs/interface.md §8, for the registrable domain of
 the account's deal route."""
 
 from __future__ import annotations

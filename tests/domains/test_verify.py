@@ -1,5 +1,5 @@
-"""POST /v1/account/domain/verify: the proof (SPEC 4.1 rule 4), every way it fails, and the
-welcome grant's rules (2.10, 3.6, 8): once per account, once per domain, a daily cap
+"""POST /v1/account/domain/verify: the proof (docs/interface.md §8), every way it fails, and
+the welcome grant's rules (§8, §23): once per account, once per domain, a daily cap
 that keeps a proved claim's place until the next UTC day, never real money."""
 
 from __future__ import annotations

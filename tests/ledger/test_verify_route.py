@@ -1,4 +1,4 @@
-"""GET /v1/ledger/verify (SPEC.md 4.10): serves the stored verdict, no authentication."""
+"""GET /v1/ledger/verify (docs/interface.md §19): serves the stored verdict, no authentication."""
 
 from __future__ import annotations
 

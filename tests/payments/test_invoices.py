@@ -1,4 +1,4 @@
-"""POST /dashboard/credits (SPEC 2.12, 4.7): one pack is 1,000 credits for 500,000 µUSD;
+"""POST /dashboard/credits (docs/interface.md §17.1): one pack is 1,000 credits for 500,000 µUSD;
 pack bounds per processor (processor_a 1-10, processor_b 1-200) and processor_b's chain
 floors (a smaller order is raised to the floor); usdtbase refused; usdtpolygon by
 default, the chain ignored for processor_a; a stub invoice off production when no

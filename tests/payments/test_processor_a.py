@@ -1,4 +1,4 @@
-"""processor_a's callback, end to end (SPEC 4.8, 6): an invoice is bought through
+"""processor_a's callback, end to end (docs/interface.md §17.2): an invoice is bought through
 POST /dashboard/credits, the fake processor_a made its charge, and the callback is
 delivered as processor_a would sign it (HMAC-SHA256 hex of the raw body). Only a verified
 `paid` callback credits, the invoice's whole amount as real money, once; every refusal

@@ -1,4 +1,4 @@
-"""processor_b's callback, end to end (SPEC 4.8, 6): an invoice is bought through
+"""processor_b's callback, end to end (docs/interface.md §17.2): an invoice is bought through
 POST /dashboard/credits, the fake processor_b made its deposit address, and the payment's
 callback is posted to the callback URL the broker gave it, as processor_b would. Only
 callbacks from its published addresses are believed (the client address, through

@@ -1,4 +1,4 @@
-"""POST /v1/account/reputation/attestation (SPEC 2.11, 4.5, 7 and 8): plain statements and
+"""POST /v1/account/reputation/attestation (docs/interface.md §13, §3, §23): plain statements and
 proofs, checked by decoding the tokens with the independent verifier in tests/tokens."""
 
 from __future__ import annotations

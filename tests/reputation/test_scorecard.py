@@ -1,4 +1,4 @@
-"""Unit tests for the pure scorecard derivation (SPEC 2.4, FACTS 2.2-2.4 rule table)."""
+"""Unit tests for the pure scorecard derivation (docs/interface.md §12.3)."""
 
 from __future__ import annotations
 

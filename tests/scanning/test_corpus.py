@@ -1,4 +1,4 @@
-"""Table-driven tests for the content scanner (SPEC.md 1.10, 4.2, 7)."""
+"""Table-driven tests for the content scanner (docs/interface.md §21, §9.2, §3)."""
 
 from __future__ import annotations
 

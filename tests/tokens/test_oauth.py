@@ -1,4 +1,4 @@
-"""Agent OAuth access tokens (SPEC 4.5 rules 5-6, 5.4; FACTS 5.4): RS256 JWTs from the
+"""Agent OAuth access tokens (docs/interface.md §2.3, §13.2): RS256 JWTs from the
 configured issuer, scopes `read` and `account:write`, accepted on the attestation and on
 finalize only; the identity link decides the account; finalize spends the token's jti."""
 

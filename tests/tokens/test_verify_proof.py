@@ -1,4 +1,4 @@
-"""The proof verifier of SPEC 4.5 (agent_broker.client.verify) and `agent-broker
+"""The proof verifier of docs/interface.md §13.3 (agent_broker.client.verify) and `agent-broker
 verify-proof`: each of the five steps fails closed, in order."""
 
 from __future__ import annotations

@@ -14,8 +14,8 @@ disabled account is active again.
 Whether a wallet reaches an account is told only to whoever proves to hold it: a challenge
 is issued for any address, and an unknown wallet is 404 only once the signature checks.
 
-The EIP-4361 text is parsed here, strictly (docs/decisions.md: the `siwe` package pins
-older eth-account and web3 than the service)."""
+The EIP-4361 text is parsed here, strictly (docs/decisions/identity-and-sessions.md: the
+`siwe` package pins older eth-account and web3 than the service)."""
 
 from __future__ import annotations
 

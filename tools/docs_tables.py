@@ -54,7 +54,8 @@ SETTING_MEANINGS: dict[str, str] = {
     "security_contact": "the `Contact:` of `/.well-known/security.txt` (e.g. "
     "`mailto:security@yourcompany.com`); empty: no security.txt",
     "operator_name": "the organization the agent card's `provider` names",
-    "var_dir": "where development keys (and, by default, the SQLite file) live",
+    "var_dir": "where development keys (and, by default, the SQLite file) live; a relative "
+    "value is made absolute when read, so every command finds the same files",
     "trusted_proxies": "comma-separated addresses or CIDR ranges whose `X-Forwarded-For` is "
     "believed",
     "register_rate_limit": "registrations per source address (`limits` notation)",
@@ -154,6 +155,8 @@ SETTING_DEFAULTS: dict[str, str] = {
     "signing_key": "generated (not in production)",
     "card_signing_key": "generated (not in production)",
     "x402_asset": "USDC on the network",
+    "database_url": "`broker.db` in `BROKER_VAR_DIR` (SQLite)",
+    "var_dir": "`var/` of the source checkout, or `~/.local/share/agent-broker` when installed",
 }
 
 # Status or statuses, and one line: when the service answers the reason. A reason nothing

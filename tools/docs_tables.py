@@ -67,6 +67,10 @@ SETTING_MEANINGS: dict[str, str] = {
     "seal (1 to 365)",
     "listing_ttl_days": "how long a listing stays live (1 to 365)",
     "idempotency_retention_hours": "how long an Idempotency-Key's first answer is kept",
+    "event_retention_hours": "how long every account's events stay readable through "
+    "`GET /v1/events` and its stream (the `forget-events` job forgets older ones)",
+    "event_stream_seconds": "how long one `GET /v1/events/stream` connection lasts before "
+    "the service ends it; the client reconnects with Last-Event-ID",
     "sqlite_busy_timeout_ms": "how long a SQLite writer waits for the lock",
     "db_pool_size": "connection pool size per worker; on PostgreSQL also how many requests of "
     "a worker hold a database session at once",

@@ -29,7 +29,7 @@ def routes_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FastAPI]:
     try:
         yield made
     finally:
-        made.state.db.dispose()
+        made.state.context.db.dispose()
 
 
 @pytest.fixture(scope="session")

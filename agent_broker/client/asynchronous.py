@@ -3,13 +3,22 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
 
 from agent_broker.client.calls import ATTEMPTS, RETRY_STATUSES, Call
 from agent_broker.client.core import ClientCore
+from agent_broker.client.events import (
+    LONGEST_WAIT,
+    STREAM_PATH,
+    amessages,
+    refused,
+    stream_headers,
+)
 from agent_broker.client.payment import PAYMENT_SIGNATURE
+from agent_broker.events.schemas import EventOut
 
 
 class AsyncClient(ClientCore):
@@ -61,6 +70,33 @@ class AsyncClient(ClientCore):
         name them, if not the base URL's."""
         challenge = await self._run(self._wallet_challenge())
         return await self._run(self._wallet_recovery(challenge.message, domain))
+
+    async def events(
+        self, after: str | None = None, *, follow: bool = True, wait: float = LONGEST_WAIT
+    ) -> AsyncIterator[EventOut]:
+        """Your events after `after`, oldest first; with `follow`, then each new one by
+        long-poll, without end (see Client.events)."""
+        while True:
+            page = await self.events_page(after, wait=wait if follow else 0)
+            for event in page.events:
+                yield event
+            after = page.next
+            if not follow and not page.events:
+                return
+
+    async def stream_events(self, after: str | None = None) -> AsyncIterator[EventOut]:
+        """Your events over Server-Sent Events, reopened after the last one seen whenever
+        the service ends the stream (see Client.stream_events)."""
+        last = after
+        while True:
+            async with self._http.stream(
+                "GET", STREAM_PATH, headers=stream_headers(self.api_key, last)
+            ) as response:
+                if response.status_code != 200:
+                    raise refused(response.status_code, await response.aread())
+                async for event in amessages(response.aiter_lines()):
+                    last = event.id
+                    yield event
 
     async def _send(self, call: Call, headers: dict[str, str]) -> httpx.Response:
         return await self._http.request(

@@ -18,6 +18,7 @@ from agent_broker.accounts.schemas import (
 )
 from agent_broker.client.errors import problem_of
 from agent_broker.deals.schemas import DealPackage
+from agent_broker.events.schemas import EventPage
 from agent_broker.listings.schemas import FeedPage, ListingOut
 from agent_broker.reputation.schemas import PublicReputation, ReputationAttestation
 from agent_broker.threads.schemas import ThreadOut, ThreadRead
@@ -173,3 +174,8 @@ def set_webhook(url: str) -> Call:
 
 def delete_webhook() -> Call:
     return Call("DELETE", "/v1/account/webhook")
+
+
+def events(after: str | None, wait: float, limit: int | None) -> Call:
+    params = _clean({"after": after, "wait": wait or None, "limit": limit})
+    return Call("GET", "/v1/events", EventPage, params=params)

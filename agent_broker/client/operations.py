@@ -55,6 +55,13 @@ class Operations(ABC):
             )
         )
 
+    def events_page(
+        self, after: str | None = None, *, wait: float = 0, limit: int | None = None
+    ) -> Any:
+        """One page of your events after `after` (an event id; from the oldest kept when
+        None), waiting up to `wait` seconds (at most 25) for the first one."""
+        return self._run(calls.events(after, wait, limit))
+
     def listing(self, listing_id: str) -> Any:
         return self._run(calls.listing(listing_id))
 

@@ -3,13 +3,22 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
 
 from agent_broker.client.calls import ATTEMPTS, RETRY_STATUSES, Call
 from agent_broker.client.core import ClientCore
+from agent_broker.client.events import (
+    LONGEST_WAIT,
+    STREAM_PATH,
+    messages,
+    refused,
+    stream_headers,
+)
 from agent_broker.client.payment import PAYMENT_SIGNATURE
+from agent_broker.events.schemas import EventOut
 
 
 class Client(ClientCore):
@@ -61,6 +70,33 @@ class Client(ClientCore):
         name them, if not the base URL's."""
         challenge = self._run(self._wallet_challenge())
         return self._run(self._wallet_recovery(challenge.message, domain))
+
+    def events(
+        self, after: str | None = None, *, follow: bool = True, wait: float = LONGEST_WAIT
+    ) -> Iterator[EventOut]:
+        """Your events after `after` (an event id; from the oldest kept when None), oldest
+        first. With `follow`, it then waits for each new one (long-poll, `wait` seconds a
+        request) and never ends: stop iterating to stop. Without, it ends once read up."""
+        while True:
+            page = self.events_page(after, wait=wait if follow else 0)
+            yield from page.events
+            after = page.next
+            if not follow and not page.events:
+                return
+
+    def stream_events(self, after: str | None = None) -> Iterator[EventOut]:
+        """Your events after `after` over Server-Sent Events, as they are written; when
+        the service ends the stream it is opened again after the last event seen."""
+        last = after
+        while True:
+            with self._http.stream(
+                "GET", STREAM_PATH, headers=stream_headers(self.api_key, last)
+            ) as response:
+                if response.status_code != 200:
+                    raise refused(response.status_code, response.read())
+                for event in messages(response.iter_lines()):
+                    last = event.id
+                    yield event
 
     def _send(self, call: Call, headers: dict[str, str]) -> httpx.Response:
         return self._http.request(

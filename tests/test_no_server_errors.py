@@ -125,7 +125,8 @@ def _seed_market(client: TestClient, caller: Agent, other: Agent) -> dict[str, s
 @pytest.fixture
 def target(make_app) -> Iterator[Target]:
     # Scanner refusals would otherwise lock the caller out with 429 after five refusals.
-    app = make_app(violation_limit="100000/hour")
+    # Streams end within the example's time (BROKER_EVENT_STREAM_SECONDS).
+    app = make_app(violation_limit="100000/hour", event_stream_seconds=0.2)
     with TestClient(app) as client:
         caller, other = register(client), register(client)
         for agent in (caller, other):

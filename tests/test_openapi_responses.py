@@ -9,6 +9,7 @@ successfully."""
 
 from __future__ import annotations
 
+import json
 import re
 import uuid
 from collections import defaultdict
@@ -178,8 +179,14 @@ class Documented:
                 registry=self.registry,
                 format_checker=formats,
             )
-            document = response.json() if media.endswith("json") else response.text
-            errors = sorted(validator.iter_errors(document), key=lambda e: e.json_path)
+            if media == "text/event-stream":  # each message's fields, against the schema
+                documents = _stream_messages(response.text)
+            else:
+                documents = [response.json() if media.endswith("json") else response.text]
+            errors = sorted(
+                (error for document in documents for error in validator.iter_errors(document)),
+                key=lambda e: e.json_path,
+            )
             assert not errors, f"{where}: " + "; ".join(
                 f"{e.json_path}: {e.message}" for e in errors
             )
@@ -216,6 +223,24 @@ class Api:
     def register(self) -> Agent:
         body = self.post("/v1/account/register", 201, json={"accepted_terms": True}).json()
         return Agent(account_id=body["account_id"], api_key=body["api_key"])
+
+
+def _stream_messages(text: str) -> list[dict[str, Any]]:
+    """The messages of an event stream as objects of their fields (comments left out)."""
+    messages = []
+    for block in text.replace("\r\n", "\n").split("\n\n"):
+        fields: dict[str, Any] = {}
+        for line in block.splitlines():
+            if line and not line.startswith(":"):
+                name, _, value = line.partition(":")
+                value = value.removeprefix(" ")
+                fields[name] = int(value) if name == "retry" else value
+        if fields:
+            messages.append(fields)
+    for message in messages:
+        if "data" in message:  # the webhook body
+            assert set(json.loads(message["data"])) == {"type", "timestamp", "data"}
+    return messages
 
 
 def _api_routes(app: FastAPI) -> set[tuple[str, str]]:

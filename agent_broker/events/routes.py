@@ -18,6 +18,21 @@ from agent_broker.http.responses import problems
 from agent_broker.http.routing import broker_router
 
 router = broker_router(prefix="/v1/events", tags=["events"])
+# Each message, as OpenAPI describes an event stream: its fields. The first one carries
+# only `retry`; every other one an event, its data the webhook body in JSON.
+_MESSAGE = {
+    "type": "object",
+    "properties": {
+        "id": {"type": "string", "description": "the event id"},
+        "event": {"type": "string", "description": "the event type"},
+        "data": {
+            "type": "string",
+            "contentMediaType": "application/json",
+            "description": 'the webhook body: {"type", "timestamp", "data"}',
+        },
+        "retry": {"type": "integer", "description": "milliseconds to wait to reconnect"},
+    },
+}
 # Resolved in a transaction of its own: the routes then wait with nothing held.
 Reader = Annotated[Caller, authenticated(detached=True)]
 Cursor = Annotated[str | None, Query(min_length=1, max_length=40)]
@@ -48,7 +63,7 @@ async def list_events(
     response_class=EventSourceResponse,
     responses={
         200: {
-            "content": {"text/event-stream": {"schema": {"type": "string"}}},
+            "content": {"text/event-stream": {"schema": _MESSAGE}},
             "description": "One event per message: `id:` the event id, `event:` its type, "
             "`data:` the webhook body. The stream ends after BROKER_EVENT_STREAM_SECONDS; "
             "reconnect with Last-Event-ID to resume.",

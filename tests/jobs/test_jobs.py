@@ -62,6 +62,7 @@ def test_jobs_list_prints_each_job_name_first_then_its_period():
         ("expire-holds", "300s"),
         ("purge-deals", "900s"),
         ("expire-idempotency-keys", "3600s"),
+        ("forget-events", "3600s"),
         ("forget-spent-tokens", "3600s"),
         ("ledger-seal", "3600s"),
         ("deliver-webhooks", "15s"),

@@ -31,13 +31,19 @@ def _events(client, agent, **params) -> dict:
     return response.json()
 
 
+def _written(client, agent, **params) -> dict:
+    """The events once written ones are readable: a long-poll, since on PostgreSQL an event
+    waits for every older writing transaction of the server (another test's, say) to end."""
+    return _events(client, agent, wait=10, **params)
+
+
 def test_events_reach_an_account_with_no_webhook(client, market):
     before = balance(client, market.poster)
     assert _events(client, market.poster) == {"events": [], "next": None}
     thread = open_thread(client, market.opener, market.listing_id).json()
     assert offer(client, market.poster, thread["id"], "3 days").status_code == 200
 
-    page = _events(client, market.poster)
+    page = _written(client, market.poster)
     assert [e["type"] for e in page["events"]] == ["thread.opened"]
     opened = page["events"][0]
     assert set(opened) == {"id", "type", "timestamp", "data"}
@@ -47,7 +53,7 @@ def test_events_reach_an_account_with_no_webhook(client, market):
     assert set(opened["data"]) == THREAD_FIELDS
     assert market.opener.account_id not in json.dumps(opened)
     # The opener's side: the poster's offer, nothing of the poster's own events.
-    mine = _events(client, market.opener)
+    mine = _written(client, market.opener)
     assert [e["type"] for e in mine["events"]] == ["thread.offer"]
     # Reading on from `next`: nothing new, and the cursor stays.
     assert _events(client, market.poster, after=page["next"]) == {
@@ -64,7 +70,7 @@ def test_pages_are_bounded_and_read_on_in_order(client, market):
         assert offer(client, market.opener, thread["id"], f"o{round_}").status_code == 200
     seen, cursor = [], None
     while True:
-        params = {"limit": 2} | ({"after": cursor} if cursor else {})
+        params = {"limit": 2} | ({"after": cursor} if cursor else {"wait": 10})
         page = _events(client, market.poster, **params)
         assert len(page["events"]) <= 2
         if not page["events"]:
@@ -78,7 +84,7 @@ def test_pages_are_bounded_and_read_on_in_order(client, market):
 def test_the_webhook_copy_carries_the_same_id(app, client, market):
     set_endpoint(client, market.poster)
     open_thread(client, market.opener, market.listing_id)
-    logged = _events(client, market.poster)["events"]
+    logged = _written(client, market.poster)["events"]
     with app.state.context.db.reader() as session:
         outbox = session.scalars(
             select(WebhookEvent.id).where(WebhookEvent.account_id == market.poster.account_id)
@@ -88,7 +94,7 @@ def test_the_webhook_copy_carries_the_same_id(app, client, market):
 
 def test_a_cursor_that_is_not_one_of_your_events_is_refused(client, market):
     open_thread(client, market.opener, market.listing_id)
-    poster_event = _events(client, market.poster)["events"][0]["id"]
+    poster_event = _written(client, market.poster)["events"][0]["id"]
     for cursor in (poster_event, "msg_0000", "x" * 40):
         response = client.get("/v1/events", params={"after": cursor}, headers=market.opener.headers)
         assert_problem(response, 400, "invalid_input")

@@ -104,7 +104,7 @@ def test_a_whole_deal_over_streamable_http(app, live_server):
             await set_profile(buyer, "buyer")
             sealed = await trade_deal(app, seller, buyer)
             account = ok(await seller.call_tool("get_account", {}))
-            events = ok(await seller.call_tool("latest_events", {"limit": 100}))
+            events = ok(await seller.call_tool("latest_events", {"limit": 100, "wait": 10}))
             later = ok(await seller.call_tool("latest_events", {"after": events["next"]}))
             return sealed, account, events, later
 

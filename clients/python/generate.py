@@ -22,7 +22,7 @@ from typing import Any
 MODELS = Path(__file__).resolve().parent / "agent_broker_client" / "models.py"
 HEADER = (
     '"""The service\'s request and response models, generated from its /openapi.json by\n'
-    "clients/python/generate.py (datamodel-code-generator). Do not edit: regenerate.\"\"\""
+    'clients/python/generate.py (datamodel-code-generator). Do not edit: regenerate."""'
 )
 
 
@@ -40,6 +40,20 @@ def openapi_document() -> dict[str, Any]:
             app.state.context.db.dispose()
 
 
+def _without_email_format(node: Any) -> Any:
+    """`node` with `"format": "email"` dropped: the service checks addresses itself, and
+    pydantic's EmailStr would make the client depend on email-validator."""
+    if isinstance(node, dict):
+        return {
+            key: _without_email_format(value)
+            for key, value in node.items()
+            if not (key == "format" and value in ("email", "idn-email"))
+        }
+    if isinstance(node, list):
+        return [_without_email_format(value) for value in node]
+    return node
+
+
 def models_source(document: dict[str, Any]) -> str:
     """models.py for `document`: pydantic v2 models of its component schemas."""
     from datamodel_code_generator import (
@@ -48,9 +62,10 @@ def models_source(document: dict[str, Any]) -> str:
         PythonVersion,
         generate,
     )
+    from datamodel_code_generator.format import Formatter
 
     source = generate(
-        json.dumps(document, sort_keys=True),
+        json.dumps(_without_email_format(document), sort_keys=True),
         input_file_type=InputFileType.OpenAPI,
         output_model_type=DataModelType.PydanticV2BaseModel,
         target_python_version=PythonVersion.PY_311,
@@ -60,6 +75,7 @@ def models_source(document: dict[str, Any]) -> str:
         use_union_operator=True,
         use_schema_description=True,
         use_double_quotes=True,
+        formatters=[Formatter.BLACK, Formatter.ISORT],
     )
     assert isinstance(source, str), "one module expected"
     return source

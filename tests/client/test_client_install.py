@@ -4,20 +4,18 @@ the server (no agent_broker, FastAPI, SQLAlchemy...); from that environment alon
 whole deal runs against a live server, through the client and through
 `agent-broker-agent`.
 
-pip reads only the package indexes and wheel folders this machine configures as local
-files (never the internet); without any, the test is skipped. Building the environment
-takes a while, so the module is `serial` (`make test` runs it after the parallel part)."""
+pip installs from the package sources this machine's pip configuration names, the same
+ones the repository's own environment is installed from (`make`, Makefile); nothing else
+is reached. Building the environment takes a while, so the module is `serial` (`make
+test` runs it after the parallel part)."""
 
 from __future__ import annotations
 
 import json
 import os
-import shlex
 import subprocess
-import sys
 import venv
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import pytest
 
@@ -30,35 +28,6 @@ CLIENT = Path(__file__).resolve().parents[2] / "clients" / "python"
 SERVER_PACKAGES = ("agent_broker", "fastapi", "starlette", "sqlalchemy", "uvicorn", "alembic")
 
 
-def _local(location: str) -> bool:
-    parts = urlsplit(location)
-    return parts.scheme == "file" or (not parts.scheme and Path(location).exists())
-
-
-def _local_sources() -> tuple[list[str], list[str]]:
-    """(index URLs, find-links) of pip's configuration that are local files."""
-    listed = subprocess.run(
-        [sys.executable, "-m", "pip", "config", "list"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    indexes: list[str] = []
-    links: list[str] = []
-    for line in listed.splitlines():
-        name, _, value = line.partition("=")
-        option = name.rpartition(".")[2]
-        values = shlex.split(value.strip().strip("'\""))
-        if option in ("index-url", "extra-index-url"):
-            indexes += [v for v in values if _local(v) and v not in indexes]
-        elif option == "find-links":
-            links += [v for v in values if _local(v) and v not in links]
-    for value in os.environ.get("PIP_FIND_LINKS", "").split():
-        if _local(value) and value not in links:
-            links.append(value)
-    return indexes, links
-
-
 def _clean_env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV"))}
     env.update(extra)
@@ -67,22 +36,13 @@ def _clean_env(**extra: str) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def client_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    indexes, links = _local_sources()
-    if not indexes:
-        pytest.skip("pip names no local package index here: installing would need the internet")
     home = tmp_path_factory.mktemp("client-venv") / "venv"
     venv.EnvBuilder(with_pip=True, system_site_packages=False).create(home)
-    options = ["--index-url", indexes[0]]
-    for index in indexes[1:]:
-        options += ["--extra-index-url", index]
-    for link in links:
-        options += ["--find-links", link]
     installed = subprocess.run(
-        [str(home / "bin" / "python"), "-m", "pip", "install", "--quiet", *options, str(CLIENT)],
+        [str(home / "bin" / "python"), "-m", "pip", "install", "--quiet", str(CLIENT)],
         capture_output=True,
         text=True,
-        # Only the options above: no configuration file may add an index from the internet.
-        env=_clean_env(PIP_CONFIG_FILE=os.devnull, PIP_DISABLE_PIP_VERSION_CHECK="1"),
+        env=_clean_env(PIP_DISABLE_PIP_VERSION_CHECK="1"),
         cwd=home.parent,
         timeout=600,
     )

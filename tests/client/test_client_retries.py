@@ -43,9 +43,7 @@ class DroppingTransport(httpx.BaseTransport):
 
 def _agent(app, base: str, name: str, drops: Callable[[httpx.Request], bool]):
     transport = DroppingTransport(drops)
-    client = Client(
-        base, http=httpx.Client(base_url=base, transport=transport), backoff_seconds=0
-    )
+    client = Client(base, http=httpx.Client(base_url=base, transport=transport), backoff_seconds=0)
     client.register()
     client.set_contact(name, "ops@agents.dev")
     client.set_route(f"https://agents.dev/{name}/", "JSONRPC")
@@ -135,8 +133,9 @@ def _mock(answers: list[int | Exception], body: dict | None = None):
 
 def _client(transport: httpx.MockTransport) -> Client:
     base = "http://broker.test"
-    return Client(base, "ab_key", http=httpx.Client(base_url=base, transport=transport),
-                  backoff_seconds=0)
+    return Client(
+        base, "ab_key", http=httpx.Client(base_url=base, transport=transport), backoff_seconds=0
+    )
 
 
 @pytest.mark.parametrize(

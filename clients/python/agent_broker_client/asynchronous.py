@@ -17,8 +17,8 @@ from agent_broker_client.events import (
     refused,
     stream_headers,
 )
-from agent_broker_client.payment import PAYMENT_SIGNATURE
 from agent_broker_client.models import EventOut
+from agent_broker_client.payment import PAYMENT_SIGNATURE
 
 
 class AsyncClient(ClientCore):

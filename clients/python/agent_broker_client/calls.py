@@ -19,7 +19,7 @@ from agent_broker_client.models import (
     FeedPage,
     ListingOut,
     PublicReputation,
-    RegisterAccountResponse,
+    RegisteredAccount,
     ReputationAttestation,
     ThreadOut,
     ThreadRead,
@@ -81,7 +81,7 @@ def register() -> Call:
     return Call(
         "POST",
         "/v1/account/register",
-        RegisterAccountResponse,
+        RegisteredAccount,
         json={"accepted_terms": True},
         keyed=True,
         needs_key=False,

@@ -20,9 +20,7 @@ FACILITATOR_CALLS = 3
 # agent_broker.payments.x402.facilitator.SETTLE_DEADLINE_SECONDS; a test keeps them equal).
 SETTLE_DEADLINE_SECONDS = 30.0
 ANSWER_MARGIN_SECONDS = 15.0
-X402_MISSING = (
-    "paying with a wallet needs the x402 extra: pip install \"agent-broker-client[x402]\""
-)
+X402_MISSING = 'paying with a wallet needs the x402 extra: pip install "agent-broker-client[x402]"'
 
 
 def paid_timeout_seconds() -> float:

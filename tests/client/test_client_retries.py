@@ -11,10 +11,17 @@ from collections.abc import Callable
 import httpx
 import pytest
 
+import agent_broker.client as server_client
+import agent_broker_client
 from agent_broker.pricing import DEAL_FEE_MICRO, POSTING_FEE_MICRO
-from agent_broker_client import AsyncClient, Client, Conflict, ProblemError
+from agent_broker_client import AsyncClient, Client, Conflict
 from tests.support.accounts import fund
 from tests.support.market import FUNDS, LISTING
+
+# The standalone client, and the server's package's copy, which keeps the same rule.
+PACKAGES = pytest.mark.parametrize(
+    "package", [agent_broker_client, server_client], ids=["standalone", "server"]
+)
 
 
 class DroppingTransport(httpx.BaseTransport):
@@ -131,9 +138,9 @@ def _mock(answers: list[int | Exception], body: dict | None = None):
     return httpx.MockTransport(answer), sent
 
 
-def _client(transport: httpx.MockTransport) -> Client:
+def _client(transport: httpx.MockTransport, package=agent_broker_client) -> Client:
     base = "http://broker.test"
-    return Client(
+    return package.Client(
         base, "ab_key", http=httpx.Client(base_url=base, transport=transport), backoff_seconds=0
     )
 
@@ -148,24 +155,26 @@ def _client(transport: httpx.MockTransport) -> Client:
         (lambda c: c.set_contact("Ops", "ops@agents.dev"), "/v1/account/contact"),
     ],
 )
-def test_an_unkeyed_write_is_sent_once_on_a_5xx_or_a_broken_connection(send, path):
+@PACKAGES
+def test_an_unkeyed_write_is_sent_once_on_a_5xx_or_a_broken_connection(send, path, package):
     transport, sent = _mock([503, 200])
-    with _client(transport) as client, pytest.raises(ProblemError) as failed:
+    with _client(transport, package) as client, pytest.raises(package.ProblemError) as failed:
         send(client)
     assert failed.value.status == 503 and [r.url.path for r in sent] == [path]
     transport, sent = _mock([httpx.ConnectError("refused"), 200])
-    with _client(transport) as client, pytest.raises(httpx.ConnectError):
+    with _client(transport, package) as client, pytest.raises(httpx.ConnectError):
         send(client)
     assert len(sent) == 1
 
 
-def test_reads_and_keyed_writes_are_retried_with_the_same_key():
+@PACKAGES
+def test_reads_and_keyed_writes_are_retried_with_the_same_key(package):
     transport, sent = _mock([httpx.ReadError("lost"), 502, 200], {"events": [], "next": None})
-    with _client(transport) as client:
+    with _client(transport, package) as client:
         assert client.events_page().events == []
     assert len(sent) == 3
     transport, sent = _mock([503, 503, 503])
-    with _client(transport) as client, pytest.raises(ProblemError):
+    with _client(transport, package) as client, pytest.raises(package.ProblemError):
         client.close("t1")
     assert len(sent) == 3
     assert len({r.headers["Idempotency-Key"] for r in sent}) == 1

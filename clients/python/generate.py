@@ -16,6 +16,7 @@ import argparse
 import json
 import sys
 import tempfile
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -64,19 +65,22 @@ def models_source(document: dict[str, Any]) -> str:
     )
     from datamodel_code_generator.format import Formatter
 
-    source = generate(
-        json.dumps(_without_email_format(document), sort_keys=True),
-        input_file_type=InputFileType.OpenAPI,
-        output_model_type=DataModelType.PydanticV2BaseModel,
-        target_python_version=PythonVersion.PY_311,
-        disable_timestamp=True,
-        custom_file_header=HEADER,
-        use_standard_collections=True,
-        use_union_operator=True,
-        use_schema_description=True,
-        use_double_quotes=True,
-        formatters=[Formatter.BLACK, Formatter.ISORT],
-    )
+    with warnings.catch_warnings():
+        # Notices of the generator's future defaults; the formatters are chosen below.
+        warnings.simplefilter("ignore", FutureWarning)
+        source = generate(
+            json.dumps(_without_email_format(document), sort_keys=True),
+            input_file_type=InputFileType.OpenAPI,
+            output_model_type=DataModelType.PydanticV2BaseModel,
+            target_python_version=PythonVersion.PY_311,
+            disable_timestamp=True,
+            custom_file_header=HEADER,
+            use_standard_collections=True,
+            use_union_operator=True,
+            use_schema_description=True,
+            use_double_quotes=True,
+            formatters=[Formatter.BLACK, Formatter.ISORT],
+        )
     assert isinstance(source, str), "one module expected"
     return source
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import tempfile
 import warnings
@@ -28,17 +29,22 @@ HEADER = (
 
 
 def openapi_document() -> dict[str, Any]:
-    """The document the service serves at /openapi.json."""
+    """The document the service serves at /openapi.json, as the defaults configure it
+    (BROKER_* variables of the environment set aside, so every run gives the same)."""
     from agent_broker.app import create_app
     from agent_broker.config import Settings
 
-    with tempfile.TemporaryDirectory() as var:
-        settings = Settings(_env_file=None, var_dir=var, database_url="", jobs_enabled=False)
-        app = create_app(settings, run_jobs=False)
-        try:
-            return app.openapi()
-        finally:
-            app.state.context.db.dispose()
+    aside = {name: os.environ.pop(name) for name in list(os.environ) if name.startswith("BROKER_")}
+    try:
+        with tempfile.TemporaryDirectory() as var:
+            settings = Settings(_env_file=None, var_dir=var, database_url="", jobs_enabled=False)
+            app = create_app(settings, run_jobs=False)
+            try:
+                return app.openapi()
+            finally:
+                app.state.context.db.dispose()
+    finally:
+        os.environ.update(aside)
 
 
 def _without_email_format(node: Any) -> Any:

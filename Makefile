@@ -10,7 +10,7 @@ DEV_STAMP := $(VENV)/.installed-dev
 HOST := 127.0.0.1
 PORT := 8080
 
-.PHONY: run test lint docs bench soak clean
+.PHONY: run test lint docs client-models bench soak clean
 
 $(SERVE_STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -39,6 +39,10 @@ lint: $(DEV_STAMP)
 # Rewrite the documents' generated tables (settings, reasons) from the code.
 docs: $(DEV_STAMP)
 	$(BIN)/python -m tools.docs_tables
+
+# Regenerate the standalone client's models (clients/python) from the service's /openapi.json.
+client-models: $(DEV_STAMP)
+	$(BIN)/python clients/python/generate.py
 
 bench: $(DEV_STAMP)
 	$(BIN)/python -m bench.run

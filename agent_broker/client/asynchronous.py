@@ -47,7 +47,9 @@ class AsyncClient(ClientCore):
 
     async def _run(self, call: Call) -> Any:  # type: ignore[override]
         headers = call.headers(self.api_key)  # once: a retry resends the same key
-        for attempt in range(1, ATTEMPTS + 1):
+        # Only a read or a keyed write is sent again (calls.Call.retryable).
+        attempts = ATTEMPTS if call.retryable else 1
+        for attempt in range(1, attempts + 1):
             try:
                 response = await self._send(call, headers)
                 if self._payable(response, headers):
@@ -55,10 +57,10 @@ class AsyncClient(ClientCore):
                     headers = {**headers, PAYMENT_SIGNATURE: self._pay(response)}
                     response = await self._send(call, headers)
             except httpx.TransportError:
-                if attempt == ATTEMPTS:
+                if attempt == attempts:
                     raise
             else:
-                if response.status_code not in RETRY_STATUSES or attempt == ATTEMPTS:
+                if response.status_code not in RETRY_STATUSES or attempt == attempts:
                     return self._answer(call, response)
             await asyncio.sleep(self._backoff * 2 ** (attempt - 1))
         raise AssertionError("unreachable")

@@ -24,9 +24,11 @@ from agent_broker.reputation.schemas import PublicReputation, ReputationAttestat
 from agent_broker.threads.schemas import ThreadOut, ThreadRead
 from agent_broker.webhooks.schemas import WebhookOut
 
-# Transient answers a call is retried after (with the same Idempotency-Key, if any).
+# Transient answers a call is retried after, if it is safe to send again (Call.retryable).
 RETRY_STATUSES = frozenset({500, 502, 503, 504})
 ATTEMPTS = 3
+# Methods that change nothing: sending one again cannot double anything.
+SAFE_METHODS = frozenset({"GET", "HEAD"})
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,15 @@ class Call:
     idempotency_key: str | None = None
     # The answer's api_key becomes the client's (registration, wallet key recovery).
     keeps_key: bool = False
+
+    @property
+    def retryable(self) -> bool:
+        """Whether a transport error or a 5xx may be followed by sending the call again: a
+        read, or a write carrying an Idempotency-Key (the service answers a repeat with the
+        first result). Any other write (an offer, a rating, a dispute, the webhook PUT...)
+        may have landed before its answer was lost, so it is sent once and the error
+        raised."""
+        return self.method in SAFE_METHODS or self.keyed
 
     def headers(self, api_key: str | None) -> dict[str, str]:
         headers = {"Accept": "application/json"}

@@ -1,0 +1,122 @@
+"""The operations both clients offer, as one mixin: each builds its call and hands it to
+the client's `_run` (which answers a value, or an awaitable in the async client)."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any, Literal
+
+from agent_broker_client import calls
+
+
+class Operations(ABC):
+    api_key: str | None
+
+    @abstractmethod
+    def _run(self, call: calls.Call) -> Any:
+        """Send the call: its answer, or (async client) an awaitable of it."""
+
+    def register(self) -> Any:
+        """Open an account (accepting the terms); the client keeps the key it is given."""
+        return self._run(calls.register())
+
+    def account(self) -> Any:
+        return self._run(calls.account())
+
+    def profile(self) -> Any:
+        return self._run(calls.profile())
+
+    def set_contact(self, name: str, email: str, url: str | None = None) -> Any:
+        return self._run(calls.set_contact(name, email, url))
+
+    def set_route(
+        self, route: str, binding: str | None = None, agent_card_url: str | None = None
+    ) -> Any:
+        return self._run(calls.set_route(route, binding, agent_card_url))
+
+    def feed(
+        self,
+        *,
+        q: str | None = None,
+        sort: Literal["newest", "price_asc", "price_desc"] | None = None,
+        category: str | None = None,
+        listing_type: Literal["buy", "sell"] | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
+    ) -> Any:
+        return self._run(
+            calls.feed(
+                q=q,
+                sort=sort,
+                category=category,
+                listing_type=listing_type,
+                limit=limit,
+                cursor=cursor,
+            )
+        )
+
+    def events_page(
+        self, after: str | None = None, *, wait: float = 0, limit: int | None = None
+    ) -> Any:
+        """One page of your events after `after` (an event id; from the oldest kept when
+        None), waiting up to `wait` seconds (at most 25) for the first one."""
+        return self._run(calls.events(after, wait, limit))
+
+    def listing(self, listing_id: str) -> Any:
+        return self._run(calls.listing(listing_id))
+
+    def post_listing(
+        self,
+        *,
+        title: str,
+        category: str,
+        listing_type: Literal["buy", "sell"],
+        body: str,
+        price_micro: int | None = None,
+        delivery_deadline_days: int | None = None,
+    ) -> Any:
+        fields = {
+            "title": title,
+            "category": category,
+            "listing_type": listing_type,
+            "body": body,
+            "price_micro": price_micro,
+            "delivery_deadline_days": delivery_deadline_days,
+        }
+        return self._run(calls.post_listing(fields))
+
+    def open_thread(self, listing_id: str, diff: str) -> Any:
+        return self._run(calls.open_thread(listing_id, diff))
+
+    def thread(self, thread_id: str) -> Any:
+        return self._run(calls.thread(thread_id))
+
+    def offer(self, thread_id: str, diff: str) -> Any:
+        return self._run(calls.offer(thread_id, diff))
+
+    def close(self, thread_id: str) -> Any:
+        return self._run(calls.close(thread_id))
+
+    def finalize(self, thread_id: str) -> Any:
+        return self._run(calls.finalize(thread_id))
+
+    def deal(self, deal_id: str) -> Any:
+        return self._run(calls.deal(deal_id))
+
+    def rate(self, deal_id: str, score: int, delivered: bool | None = None) -> Any:
+        return self._run(calls.rate(deal_id, score, delivered))
+
+    def dispute(self, deal_id: str) -> Any:
+        return self._run(calls.dispute(deal_id))
+
+    def reputation(self, handle: str) -> Any:
+        return self._run(calls.reputation(handle))
+
+    def attest(self, nonce: str | None = None, audience: str | None = None) -> Any:
+        return self._run(calls.attest(nonce, audience))
+
+    def set_webhook(self, url: str) -> Any:
+        return self._run(calls.set_webhook(url))
+
+    def delete_webhook(self) -> Any:
+        return self._run(calls.delete_webhook())

@@ -13,7 +13,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+
+from starlette.requests import Request
 
 from agent_broker.config import Settings
 from agent_broker.db.engine import Database
@@ -22,13 +24,18 @@ from agent_broker.http.outbound import OutboundClient
 from agent_broker.http.rate_limits import RateLimiter
 
 if TYPE_CHECKING:
-    # Type only: the policy module reads the context at run time.
     from starlette.applications import Starlette
     from starlette.requests import HTTPConnection
 
-    from agent_broker.http.policy import Authenticator
 
 T = TypeVar("T")
+
+
+class Authenticator(Protocol):
+    """Resolves the caller of a request under a route's policy (agent_broker.auth; the
+    policy is agent_broker.http.policy's AuthPolicy, which reads this context)."""
+
+    async def __call__(self, request: Request, policy: Any) -> Any: ...
 
 
 class MissingPart(LookupError):
@@ -75,8 +82,9 @@ class AppContext:
 
 
 def context_of(request: HTTPConnection) -> AppContext:
-    """The context of the app serving a request."""
-    return app_context(request.app)
+    """The context of the app serving a request (read on every request: one lookup)."""
+    context: AppContext = request.app.state.context
+    return context
 
 
 def app_context(app: Starlette) -> AppContext:

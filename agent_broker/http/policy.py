@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import cached_property
-from typing import Any, Protocol
+from typing import Any
 
 from fastapi import Depends, Request
 
@@ -75,12 +75,6 @@ class AuthPolicy:
         return None
 
 
-class Authenticator(Protocol):
-    """Resolves the caller of a request under a route's policy (agent_broker.auth)."""
-
-    async def __call__(self, request: Request, policy: AuthPolicy) -> Any: ...
-
-
 def presented_key(request: Request) -> str | None:
     """The API key the request carries, if any (read straight from the header: a
     dependency per credential costs FastAPI more than the whole check)."""
@@ -110,8 +104,7 @@ def _dependency(policy: AuthPolicy) -> Any:
         raise ValueError("a payable route cannot be detached (a payment settles before it)")
 
     async def resolve_caller(request: Request) -> Any:
-        authenticator: Authenticator = context_of(request).authenticator
-        return await authenticator(request, policy)
+        return await context_of(request).authenticator(request, policy)
 
     resolve_caller.policy = policy  # type: ignore[attr-defined]
     # BrokerRoute ends the request's session for a route whose caller opened it.

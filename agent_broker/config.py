@@ -124,6 +124,8 @@ class Settings(BaseSettings):
     # How long a listing stays live after posting.
     listing_ttl_days: int = Field(default=7, ge=1, le=365)
     idempotency_retention_hours: int = Field(default=24, ge=1)
+    # The broker's fee on an escrow release, in basis points of the seller's share.
+    escrow_fee_bps: int = Field(default=100, ge=0, le=10_000)
     # How long every account's events stay readable (GET /v1/events and its stream).
     event_retention_hours: int = Field(default=72, ge=1, le=24 * 90)
     # An event stream ends after this long; the client reconnects with Last-Event-ID (a

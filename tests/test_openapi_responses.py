@@ -583,6 +583,30 @@ def test_every_response_matches_the_document(
     store_verdict(app, "{not json")
     api.get("/v1/ledger/verify", 503)
 
+    # Escrow deals: one delivered and accepted, one delivered, rejected and ruled on.
+    evaluator = api.register()
+    evaluator_handle = api.get("/v1/account", agent=evaluator).json()["handle"]
+    escrow_listing = {**SELL, "settlement": "escrow", "evaluator": evaluator_handle}
+    fund(app, opener.account_id, 10_000_000, real_money=True)
+    for ending in ("acceptance", "ruling"):
+        posted = api.post_once("/v1/listings", 201, poster, json=escrow_listing).json()
+        opening = {"diff": "As listed", "price_micro": SELL["price_micro"]}
+        opened = api.post_once(f"/v1/listings/{posted['id']}/threads", 201, opener, json=opening)
+        held = api.post_once(f"/v1/threads/{opened.json()['id']}/finalize", 201, poster).json()
+        steps = f"/v1/deals/{held['id']}"
+        api.post_once(f"{steps}/acceptance", 409, opener)
+        delivery = {"note": "Done", "evidence_sha256": "ab" * 32}
+        api.post_once(f"{steps}/delivery", 200, poster, json=delivery)
+        if ending == "acceptance":
+            api.post_once(f"{steps}/acceptance", 200, opener)
+            continue
+        api.post_once(f"{steps}/rejection", 200, opener, json={"reason": "Rows missing"})
+        api.get(steps, agent=evaluator)
+        refund = {"outcome": "refund", "reason": "Not delivered"}
+        api.post_once(f"{steps}/ruling", 403, opener, json=refund)
+        split = {"outcome": "split", "seller_share_bps": 5_000, "reason": "Half delivered"}
+        api.post_once(f"{steps}/ruling", 200, evaluator, json=split)
+
     # Past purge_at the deal is gone.
     clock.advance(timedelta(days=8))
     api.get(f"/v1/deals/{deal['id']}", 410, poster)

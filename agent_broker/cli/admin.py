@@ -1,5 +1,5 @@
 """`agent-broker admin`: operator actions on accounts and payments (a credit, the x402
-payments awaiting reconciliation, an identity link)."""
+payments awaiting reconciliation, an identity link, an escrow ruling, a payout)."""
 
 from __future__ import annotations
 
@@ -140,3 +140,87 @@ def _require_uuid(account_id: str) -> None:
     except ValueError:
         typer.echo("ACCOUNT_ID must be an account UUID", err=True)
         raise typer.Exit(2) from None
+
+
+@admin_app.command("escrow-rule")
+def admin_escrow_rule(
+    deal_id: str,
+    outcome: str = typer.Option(..., "--outcome", help="release, refund or split."),
+    seller_share_bps: int | None = typer.Option(
+        None, "--seller-share-bps", help="A split only: the seller's share, 0 to 10000."
+    ),
+    reason: str = typer.Option(..., "--reason", help="Why; signed into the ruling token."),
+) -> None:
+    """Rule on a rejected escrow delivery where the operator evaluates (the listing named
+    no evaluator account). Pays the escrow out as ruled, signs the ruling (PASETO
+    svc.ruling.v1) and prints the escrow as JSON. Exit status: 0 ruled; 1 refused (not
+    found, not rejected, or the deal names an evaluator account); 2 bad arguments."""
+    import json
+
+    from agent_broker import clock
+    from agent_broker.deals.settlement import rule_as_operator
+    from agent_broker.problems import Problem
+    from agent_broker.tokens.keys import signer_for
+
+    if outcome not in ("release", "refund", "split"):
+        typer.echo("--outcome must be release, refund or split", err=True)
+        raise typer.Exit(2)
+    settings = load_settings()
+    signer = signer_for(settings)
+    db = open_database(settings)
+    try:
+        with db.writer() as session:
+            try:
+                ruled = rule_as_operator(
+                    session,
+                    deal_id,
+                    outcome=outcome,
+                    seller_share_bps=seller_share_bps,
+                    reason=reason,
+                    signer=signer,
+                    now=clock.now(),
+                )
+            except Problem as refused:
+                typer.echo(f"{refused.reason.value}: {refused.detail}", err=True)
+                raise typer.Exit(1) from None
+            session.commit()
+    finally:
+        db.dispose()
+    typer.echo(json.dumps(ruled, indent=2))
+
+
+@admin_app.command("payout")
+def admin_payout(
+    account_id: str,
+    amount_micro: int,
+    reference: str = typer.Option(
+        ..., "--reference", help="The off-platform payment's reference; kept in the journal."
+    ),
+) -> None:
+    """Journal money paid out to an account off-platform (a bank or chain transfer the
+    operator made): it leaves the account's spendable balance for the payouts book.
+    Exit status: 0 journalled; 1 unknown account or not enough spendable balance; 2 bad
+    arguments."""
+    from agent_broker import clock
+    from agent_broker.ledger.errors import InsufficientFunds
+    from agent_broker.ledger.escrow import payout
+    from agent_broker.ledger.service import wallet
+
+    if amount_micro <= 0:
+        typer.echo("AMOUNT_MICRO must be a positive integer", err=True)
+        raise typer.Exit(2)
+    _require_uuid(account_id)
+    if not reference.strip():
+        typer.echo("--reference must not be empty", err=True)
+        raise typer.Exit(2)
+    with _account_transaction(account_id) as session:
+        now = clock.now()
+        try:
+            payout(session, account_id, amount_micro, reference=reference.strip()[:100], now=now)
+        except InsufficientFunds:
+            typer.echo("the account's spendable balance does not cover the payout", err=True)
+            raise typer.Exit(1) from None
+        view = wallet(session, account_id, now=now)
+    typer.echo(
+        f"paid out {amount_micro} µUSD from {account_id}; balance_micro={view.spendable_micro}"
+    )

@@ -11,6 +11,8 @@ from sqlalchemy.orm import Session
 
 from agent_broker.deals.errors import DealPurged
 from agent_broker.deals.models import Deal, Dispute, Rating
+from agent_broker.escrow import service as escrow
+from agent_broker.escrow.errors import EscrowOutOfTurn
 from agent_broker.problems import Forbidden, NotFound, Problem, Reason
 from agent_broker.reputation import service as reputation
 from agent_broker.webhooks import service as webhooks
@@ -34,7 +36,16 @@ def _open_deal(session: Session, account_id: str, deal_id: str, now: datetime) -
         raise NotFound("No such deal.")
     if account_id not in (deal.poster_id, deal.negotiator_id):
         raise Forbidden("Only the two parties of a deal may rate it or dispute it.")
-    if now >= deal.created_at + FEEDBACK_WINDOW or deal.status == "purged":
+    opened = deal.created_at
+    held = escrow.find(session, deal.id) if deal.settlement == "escrow" else None
+    if held is not None:
+        # An escrow deal is rated on its outcome: from its settlement, for the same window.
+        if escrow.is_open(held):
+            raise EscrowOutOfTurn(
+                "Ratings and disputes on an escrow deal open once its escrow settles."
+            )
+        opened = held.settled_at or opened
+    if now >= opened + FEEDBACK_WINDOW or deal.status == "purged":
         raise DealPurged("The 7-day window for ratings and disputes on this deal has closed.")
     return deal
 

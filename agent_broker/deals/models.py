@@ -38,6 +38,8 @@ class Deal(Base):
     # Whether either side was ever funded with real money at seal: only then does the deal
     # move reputation counters.
     counts_for_reputation: Mapped[bool] = mapped_column(Boolean)
+    # "escrow": the price is held by the broker (agent_broker.escrow), "direct" otherwise.
+    settlement: Mapped[str] = mapped_column(String(6), default="direct", server_default="direct")
     status: Mapped[str] = mapped_column(String(10))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime())
     reveal_at: Mapped[datetime] = mapped_column(UTCDateTime())

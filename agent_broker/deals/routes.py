@@ -8,9 +8,16 @@ from agent_broker import clock
 from agent_broker.accounts.caller import Caller
 from agent_broker.db.dispatch import db_bound
 from agent_broker.db.session import ReadSession, WriteSession
-from agent_broker.deals import feedback, service
-from agent_broker.deals.schemas import DealPackage, RatingRequest
+from agent_broker.deals import feedback, service, settlement
+from agent_broker.deals.schemas import (
+    DealPackage,
+    DeliveryRequest,
+    RatingRequest,
+    RejectionRequest,
+    RulingRequest,
+)
 from agent_broker.http.context import context_of
+from agent_broker.http.idempotency import RequiredIdempotency, answer
 from agent_broker.http.policy import authenticated
 from agent_broker.http.responses import problems
 from agent_broker.http.routing import broker_router
@@ -68,3 +75,121 @@ def rate_deal(deal_id: str, body: RatingRequest, caller: Party, session: WriteSe
 def dispute_deal(deal_id: str, caller: Party, session: WriteSession) -> Response:
     feedback.dispute(session, caller.account_id, deal_id, now=clock.now())
     return Response(status_code=201)
+
+
+# --- Escrow deals: delivery, acceptance, rejection, ruling (docs/interface.md §10.4) ----
+
+EscrowStep = Annotated[Caller, authenticated(metered=True, writes=True)]
+
+
+@router.post(
+    "/deals/{deal_id}/delivery",
+    response_model=DealPackage,
+    response_model_exclude_none=True,
+    responses=problems(400, 401, 403, 404, 409, 410),
+)
+@db_bound
+def deliver(
+    request: Request,
+    response: Response,
+    deal_id: str,
+    body: DeliveryRequest,
+    caller: EscrowStep,
+    session: WriteSession,
+    idempotency: RequiredIdempotency,
+) -> dict:
+    outcome = settlement.deliver(
+        session,
+        caller.account_id,
+        deal_id,
+        idempotency,
+        note=body.note,
+        evidence_sha256=body.evidence_sha256,
+        signer=context_of(request).part(Signer),
+        now=clock.now(),
+    )
+    return answer(response, outcome)
+
+
+@router.post(
+    "/deals/{deal_id}/acceptance",
+    response_model=DealPackage,
+    response_model_exclude_none=True,
+    responses=problems(400, 401, 403, 404, 409, 410),
+)
+@db_bound
+def accept(
+    request: Request,
+    response: Response,
+    deal_id: str,
+    caller: EscrowStep,
+    session: WriteSession,
+    idempotency: RequiredIdempotency,
+) -> dict:
+    outcome = settlement.accept(
+        session,
+        caller.account_id,
+        deal_id,
+        idempotency,
+        signer=context_of(request).part(Signer),
+        now=clock.now(),
+    )
+    return answer(response, outcome)
+
+
+@router.post(
+    "/deals/{deal_id}/rejection",
+    response_model=DealPackage,
+    response_model_exclude_none=True,
+    responses=problems(400, 401, 403, 404, 409, 410),
+)
+@db_bound
+def reject(
+    request: Request,
+    response: Response,
+    deal_id: str,
+    body: RejectionRequest,
+    caller: EscrowStep,
+    session: WriteSession,
+    idempotency: RequiredIdempotency,
+) -> dict:
+    outcome = settlement.reject(
+        session,
+        caller.account_id,
+        deal_id,
+        idempotency,
+        reason=body.reason,
+        signer=context_of(request).part(Signer),
+        now=clock.now(),
+    )
+    return answer(response, outcome)
+
+
+@router.post(
+    "/deals/{deal_id}/ruling",
+    response_model=DealPackage,
+    response_model_exclude_none=True,
+    responses=problems(400, 401, 403, 404, 409, 410),
+)
+@db_bound
+def rule(
+    request: Request,
+    response: Response,
+    deal_id: str,
+    body: RulingRequest,
+    caller: EscrowStep,
+    session: WriteSession,
+    idempotency: RequiredIdempotency,
+) -> dict:
+    outcome = settlement.rule(
+        session,
+        caller.account_id,
+        deal_id,
+        idempotency,
+        outcome=body.outcome,
+        seller_share_bps=body.seller_share_bps,
+        reason=body.reason,
+        signer=context_of(request).part(Signer),
+        now=clock.now(),
+    )
+    return answer(response, outcome)

@@ -57,12 +57,58 @@ class DealReveal(BaseModel):
     )
 
 
+class EscrowDelivery(BaseModel):
+    delivered_at: Timestamp
+    note: str | None = omitted_when_unset()
+    evidence_sha256: str | None = omitted_when_unset()
+
+
+class EscrowRejection(BaseModel):
+    rejected_at: Timestamp
+    reason: str
+
+
+class EscrowRuling(BaseModel):
+    outcome: Literal["release", "refund", "split"]
+    seller_share_bps: int
+    reason: str
+    ruled_at: Timestamp
+    token: str = Field(
+        description="PASETO v4.public, purpose svc.ruling.v1, signed by the service key"
+    )
+
+
+class EscrowSettlement(BaseModel):
+    released_micro: int = Field(description="Paid to the seller, the escrow fee taken")
+    refunded_micro: int = Field(description="Given back to the buyer")
+    fee_micro: int
+    settled_at: Timestamp
+    settled_by: Literal["accepted", "ruled", "operator", "deadline"]
+
+
+class Escrow(BaseModel):
+    status: Literal["held", "delivered", "rejected", "released", "refunded", "split"]
+    amount_micro: int = Field(description="The agreed price, held from the seal")
+    fee_bps: int = Field(description="The escrow fee on what the seller is paid")
+    deliver_by: Timestamp
+    accept_by: Timestamp | None = omitted_when_unset(description="Set on delivery")
+    evaluator: str = Field(description='The evaluator\'s handle, or "operator"')
+    ruling: EscrowRuling | None = omitted_when_unset(description="Once the evaluator ruled")
+    delivery: EscrowDelivery | None = omitted_when_unset()
+    rejection: EscrowRejection | None = omitted_when_unset()
+    settlement: EscrowSettlement | None = omitted_when_unset()
+
+
 class DealPackage(BaseModel):
     id: Uuid
     status: Literal["active", "revealed"]
-    route: str = Field(description="The counterparty's opaque per-deal route hash")
-    credential: str = Field(description="Deal-scoped PASETO v4.public token")
-    credential_kid: str
+    route: str | None = omitted_when_unset(
+        description="The counterparty's opaque per-deal route hash (omitted for the evaluator)"
+    )
+    credential: str | None = omitted_when_unset(
+        description="Deal-scoped PASETO v4.public token (omitted for the evaluator)"
+    )
+    credential_kid: str | None = omitted_when_unset()
     amount_micro: int
     reveal_at: Timestamp
     purge_at: Timestamp
@@ -70,6 +116,26 @@ class DealPackage(BaseModel):
     reveal: DealReveal | None = omitted_when_unset(
         description="Present once the deal is sealed and reveal_at has passed"
     )
+    escrow: Escrow | None = omitted_when_unset(description="Escrow deals only")
+
+
+class DeliveryRequest(BaseModel):
+    note: str | None = Field(default=None, max_length=2000)
+    evidence_sha256: str | None = Field(
+        default=None, pattern="^[0-9a-f]{64}$", description="SHA-256 (hex) of the delivered work"
+    )
+
+
+class RejectionRequest(BaseModel):
+    reason: str = Field(min_length=1, max_length=2000)
+
+
+class RulingRequest(BaseModel):
+    outcome: Literal["release", "refund", "split"]
+    seller_share_bps: StrictInt | None = Field(
+        default=None, ge=0, le=10_000, description="A split only: the seller's share"
+    )
+    reason: str = Field(min_length=1, max_length=2000)
 
 
 class RatingRequest(BaseModel):

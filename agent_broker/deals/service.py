@@ -6,7 +6,7 @@ import secrets
 import uuid
 from datetime import datetime, timedelta
 
-from sqlalchemy import update
+from sqlalchemy import exists, update
 from sqlalchemy.orm import Session
 
 from agent_broker import clock
@@ -14,6 +14,8 @@ from agent_broker.accounts.models import AccountRecord
 from agent_broker.deals import repository
 from agent_broker.deals.errors import DealPurged
 from agent_broker.deals.models import Deal
+from agent_broker.escrow import service as escrow
+from agent_broker.escrow.models import OPEN, DealEscrow
 from agent_broker.ledger import service as ledger
 from agent_broker.problems import MissingDealRouteCounterparty, MissingDealRouteSelf, NotFound
 from agent_broker.reputation import service as reputation
@@ -21,6 +23,7 @@ from agent_broker.tokens.keys import Signer
 from agent_broker.tokens.service import mint_deal_credential, origin_of
 
 REVEAL_LIFE = timedelta(days=7)
+escrow_table = DealEscrow.__table__
 PRESENTATION = {
     "header": "Authorization",
     "scheme": "Bearer",
@@ -49,6 +52,7 @@ def seal(
     poster_role: str,
     category: str,
     now: datetime,
+    settlement: str = "direct",
 ) -> Deal:
     """Create the deal; if either side was ever funded with real money, each party's
     facet for the role they played counts one more sealed deal."""
@@ -63,6 +67,7 @@ def seal(
         poster_role=poster_role,
         counts_for_reputation=counts,
         amount_micro=amount_micro,
+        settlement=settlement,
         status="active",
         created_at=now,
         reveal_at=now,
@@ -102,10 +107,18 @@ def _endpoint(route: str, route_hash: str) -> str:
     return (route if route.endswith("/") else route + "/") + route_hash
 
 
-def package(deal: Deal, account_id: str, *, signer: Signer, now: datetime) -> dict:
+def package(
+    deal: Deal,
+    account_id: str,
+    *,
+    signer: Signer,
+    now: datetime,
+    held: DealEscrow | None = None,
+) -> dict:
     """The deal as one party sees it: the counterparty's coordinates, and a credential
-    that party presents to the counterparty. Deterministic: the same package every time."""
-    if now >= deal.purge_at or deal.status == "purged":
+    that party presents to the counterparty, and on an escrow deal the escrow (`held`).
+    Deterministic: the same package every time."""
+    if deal.status == "purged" or (now >= deal.purge_at and not escrow.is_open(held)):
         raise DealPurged()
     mine = "poster" if account_id == deal.poster_id else "negotiator"
     theirs = "negotiator" if mine == "poster" else "poster"
@@ -131,7 +144,49 @@ def package(deal: Deal, account_id: str, *, signer: Signer, now: datetime) -> di
     if now >= deal.reveal_at:
         body["status"] = "revealed"
         body["reveal"] = _reveal(other, credential.token, credential.kid)
+    if held is not None:
+        body["escrow"] = escrow.view(held)
     return body
+
+
+def evaluator_view(deal: Deal, held: DealEscrow, *, now: datetime) -> dict:
+    """The deal as its escrow's evaluator sees it: the escrow and the deal's times, and
+    nothing that would let the evaluator reach either party."""
+    if deal.status == "purged" or (now >= deal.purge_at and not escrow.is_open(held)):
+        raise DealPurged()
+    return {
+        "id": deal.id,
+        "status": "revealed" if now >= deal.reveal_at else "active",
+        "amount_micro": deal.amount_micro,
+        "reveal_at": clock.rfc3339(deal.reveal_at),
+        "purge_at": clock.rfc3339(deal.purge_at),
+        "created_at": clock.rfc3339(deal.created_at),
+        "escrow": escrow.view(held),
+    }
+
+
+def escrow_of(session: Session, deal: Deal) -> DealEscrow | None:
+    return escrow.find(session, deal.id) if deal.settlement == "escrow" else None
+
+
+def render(session: Session, deal: Deal, account_id: str, *, signer: Signer, now: datetime) -> dict:
+    """The deal for whoever may read it: a party's package, or the evaluator's view."""
+    held = escrow_of(session, deal)
+    if account_id in (deal.poster_id, deal.negotiator_id):
+        return package(deal, account_id, signer=signer, now=now, held=held)
+    if held is not None and escrow.evaluates(held, account_id):
+        return evaluator_view(deal, held, now=now)
+    raise NotFound("No such deal.")
+
+
+def extend_purge(session: Session, deal_id: str, *, settled_at: datetime) -> None:
+    """An escrow deal is purged a deal's life after it settles, not after its seal."""
+    table = Deal.__table__
+    session.execute(
+        update(table)
+        .where(table.c.id == deal_id, table.c.purge_at < settled_at + REVEAL_LIFE)
+        .values(purge_at=settled_at + REVEAL_LIFE)
+    )
 
 
 def _reveal(other: dict, credential: str, kid: str) -> dict:
@@ -161,9 +216,9 @@ def _reveal(other: dict, credential: str, kid: str) -> dict:
 
 def read(session: Session, account_id: str, deal_id: str, *, signer: Signer, now: datetime) -> dict:
     deal = session.get(Deal, deal_id)
-    if deal is None or account_id not in (deal.poster_id, deal.negotiator_id):
+    if deal is None:
         raise NotFound("No such deal.")
-    return package(deal, account_id, signer=signer, now=now)
+    return render(session, deal, account_id, signer=signer, now=now)
 
 
 def purge_due(session: Session, *, now: datetime) -> int:
@@ -173,7 +228,14 @@ def purge_due(session: Session, *, now: datetime) -> int:
     return (
         session.execute(
             update(table)
-            .where(table.c.status == "active", table.c.purge_at <= now)
+            .where(
+                table.c.status == "active",
+                table.c.purge_at <= now,
+                # An escrow deal is kept while its escrow is open.
+                ~exists().where(
+                    escrow_table.c.deal_id == table.c.id, escrow_table.c.status.in_(OPEN)
+                ),
+            )
             .values(status="purged", **erased)
         ).rowcount
         or 0

@@ -13,10 +13,12 @@ from agent_broker.accounts.identities import forget_expired_tokens
 from agent_broker.certification.badge import badges_job
 from agent_broker.certification.checks import run_checks as certification_checks
 from agent_broker.config import Settings
+from agent_broker.deals import settlement
 from agent_broker.deals.service import purge_due
 from agent_broker.events.service import forget_expired as forget_expired_events
 from agent_broker.idempotency.service import purge_expired
 from agent_broker.ledger import sealer
+from agent_broker.ledger.reconciliation import ESCROW_JOB_PERIOD
 from agent_broker.ledger.service import settle_lapsed_holds
 from agent_broker.listings.service import expire_due
 from agent_broker.meta import health
@@ -46,6 +48,10 @@ def _expire_threads(session: Session, settings: Settings, now: datetime) -> str:
 
 def _purge_deals(session: Session, settings: Settings, now: datetime) -> str:
     return f"purged {purge_due(session, now=now)} deals"
+
+
+def _escrow_deadlines(session: Session, settings: Settings, now: datetime) -> str:
+    return f"settled {settlement.settle_due(session, now=now)} escrows past their deadline"
 
 
 def _expire_idempotency_keys(session: Session, settings: Settings, now: datetime) -> str:
@@ -94,6 +100,14 @@ JOBS: dict[str, Job] = {
             timedelta(minutes=15),
             _purge_deals,
             "erase revealed contacts and routes of deals past purge_at",
+        ),
+        Job(
+            "escrow-deadlines",
+            # The ledger's check calls an escrow overdue one period past its deadline.
+            ESCROW_JOB_PERIOD,
+            _escrow_deadlines,
+            "refund escrows not delivered in time; release those delivered and not"
+            " accepted or rejected in time",
         ),
         Job(
             "expire-idempotency-keys",

@@ -7,6 +7,8 @@ PROCESSOR_A = "system:processor_a"
 PROCESSOR_B = "system:processor_b"
 X402 = "system:x402"
 GRANTS = "system:grants"  # domain-proof welcome credits
+ESCROW = "system:escrow"  # deal prices held from the seal until the escrow settles
+PAYOUTS = "system:payouts"  # money the operator paid out off-platform (admin payout)
 
 
 def wallet_code(account_id: str) -> str:

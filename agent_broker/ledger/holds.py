@@ -99,10 +99,13 @@ def capture_hold(
     memo: str,
     now: datetime,
     locked_wallet: str | None = None,
-) -> None:
-    """Turn an active, unexpired hold into a journalled charge paid to `sink`. The caller
-    that has locked the hold's wallet (lock_wallets) names it in `locked_wallet`, which
-    saves locking it again."""
+    reference: str | None = None,
+) -> int:
+    """Turn an active, unexpired hold into a journalled charge paid to `sink` (the amount
+    captured is returned), referenced
+    as the hold is unless `reference` names another. The caller that has locked the
+    hold's wallet (lock_wallets) names it in `locked_wallet`, which saves locking it
+    again."""
     hold = _settle(session, hold_id, "captured", now, live_only=True, locked_wallet=locked_wallet)
     if hold is None:
         raise HoldNotCapturable()
@@ -110,12 +113,13 @@ def capture_hold(
         session,
         kind=kind,
         memo=memo,
-        reference=hold.reference,
+        reference=reference or hold.reference,
         now=now,
         postings=[(hold.wallet_code, -hold.amount_micro), (sink, hold.amount_micro)],
     )
     if sink == FEES:
         fee_captured(session, kind=kind, amount_micro=hold.amount_micro)
+    return hold.amount_micro
 
 
 def settle_lapsed_holds(

@@ -17,6 +17,14 @@ a consistent ledger costs a few scans and no Python loop over the journal.
   inside the snapshot, after its first read, so anything the snapshot shows was written
   at or before it; CLOCK_TOLERANCE covers replicas whose clocks run a little ahead.
 
+- `escrow_mismatch`: a deal's escrow disagrees with the journal. What the escrow book
+  took in and paid out under the deal's reference must net to the escrow's amount while
+  it is open and to zero once it settled; a settled escrow's seller, buyer and fee
+  payouts must be what its row says, and add up to its amount; the escrow book holds
+  nothing under a reference that is no escrow.
+- `escrow_overdue`: an escrow still open a deadline-job period (plus CLOCK_TOLERANCE)
+  past its deadline: the escrow-deadlines job is not settling it.
+
 Each problem names the book code or the hold and thread ids (no amounts: the verdict is
 public) and has no journal sequence."""
 
@@ -25,11 +33,25 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
-from sqlalchemy import Row, Select, String, and_, column, func, or_, select, table
+from sqlalchemy import (
+    BigInteger,
+    Row,
+    Select,
+    String,
+    and_,
+    case,
+    column,
+    func,
+    literal,
+    or_,
+    select,
+    table,
+)
 from sqlalchemy.orm import Session
 
 from agent_broker.db.base import UTCDateTime
-from agent_broker.ledger.models import Hold, LedgerAccount, Posting
+from agent_broker.ledger.books import ESCROW, FEES, WALLET_PREFIX
+from agent_broker.ledger.models import Hold, JournalEntry, LedgerAccount, Posting
 from agent_broker.ledger.verification import Verification
 
 CLOCK_TOLERANCE = timedelta(minutes=5)
@@ -45,11 +67,33 @@ _threads = table(
 )
 
 
+# The deal escrows of agent_broker.escrow, read by name like the threads above.
+_escrows = table(
+    "deal_escrows",
+    column("deal_id", String),
+    column("buyer_id", String),
+    column("seller_id", String),
+    column("status", String),
+    column("amount_micro", BigInteger),
+    column("released_micro", BigInteger),
+    column("refunded_micro", BigInteger),
+    column("fee_micro", BigInteger),
+    column("deliver_by", UTCDateTime()),
+    column("accept_by", UTCDateTime()),
+)
+OPEN_ESCROW = ("held", "delivered", "rejected")
+# The escrow-deadlines job's period (agent_broker.jobs.registry): an escrow may stay open
+# this long past its deadline before the check calls it overdue.
+ESCROW_JOB_PERIOD = timedelta(minutes=5)
+
+
 def reconcile(session: Session, found: Verification, *, now: datetime) -> None:
     """Add every reconciliation problem to `found`, in the caller's snapshot."""
     _balances(session, found)
     _held(session, found)
     _thread_holds(session, found, now=now)
+    _escrow_money(session, found)
+    _escrow_deadlines(session, found, now=now)
 
 
 def _report(
@@ -160,5 +204,108 @@ def _thread_holds(session: Session, found: Verification, *, now: datetime) -> No
         lambda row: (
             f"thread {found.name(row.thread_id)} is open but its hold "
             f"{found.name(row.hold_id or '-')} is {row.status or 'missing'}"
+        ),
+    )
+
+
+def _escrow_money(session: Session, found: Verification) -> None:
+    settling = JournalEntry.kind != "escrow_hold"
+
+    def paid(code: object) -> object:
+        # What the escrow's settlement entry paid to this book.
+        return func.sum(
+            case((and_(settling, Posting.account_code == code), Posting.amount_micro), else_=0)
+        )
+
+    escrow = _escrows.c
+    seller = literal(WALLET_PREFIX) + escrow.seller_id
+    buyer = literal(WALLET_PREFIX) + escrow.buyer_id
+    journal = (
+        select(
+            escrow.deal_id,
+            func.sum(case((Posting.account_code == ESCROW, Posting.amount_micro), else_=0)).label(
+                "net"
+            ),
+            paid(seller).label("to_seller"),
+            paid(buyer).label("to_buyer"),
+            paid(FEES).label("to_fees"),
+        )
+        .select_from(_escrows)
+        .join(JournalEntry, JournalEntry.reference == escrow.deal_id)
+        .join(Posting, Posting.entry_sequence == JournalEntry.sequence)
+        .where(JournalEntry.kind.like("escrow_%"))
+        .group_by(escrow.deal_id)
+        .subquery()
+    )
+    net = func.coalesce(journal.c.net, 0)
+    is_open = escrow.status.in_(OPEN_ESCROW)
+    settled_wrong = or_(
+        net != 0,
+        func.coalesce(journal.c.to_seller, 0) != func.coalesce(escrow.released_micro, -1),
+        func.coalesce(journal.c.to_buyer, 0) != func.coalesce(escrow.refunded_micro, -1),
+        func.coalesce(journal.c.to_fees, 0) != func.coalesce(escrow.fee_micro, -1),
+        escrow.released_micro + escrow.refunded_micro + escrow.fee_micro != escrow.amount_micro,
+    )
+    query = (
+        select(escrow.deal_id, escrow.status)
+        .outerjoin(journal, journal.c.deal_id == escrow.deal_id)
+        .where(
+            or_(
+                and_(is_open, net != escrow.amount_micro),
+                and_(~is_open, settled_wrong),
+            )
+        )
+        .order_by(escrow.deal_id)
+    )
+    _report(
+        session,
+        found,
+        query,
+        "escrow_mismatch",
+        lambda row: (
+            f"the escrow of deal {found.name(row.deal_id)} ({row.status}) differs from what "
+            "the journal moved for it"
+        ),
+    )
+    stray = (
+        select(JournalEntry.reference)
+        .join(Posting, Posting.entry_sequence == JournalEntry.sequence)
+        .outerjoin(_escrows, escrow.deal_id == JournalEntry.reference)
+        .where(Posting.account_code == ESCROW, escrow.deal_id.is_(None))
+        .group_by(JournalEntry.reference)
+        .order_by(JournalEntry.reference)
+    )
+    _report(
+        session,
+        found,
+        stray,
+        "escrow_mismatch",
+        lambda row: (
+            f"the escrow book moved money for {found.name(row.reference or '-')}, which is "
+            "no deal's escrow"
+        ),
+    )
+
+
+def _escrow_deadlines(session: Session, found: Verification, *, now: datetime) -> None:
+    cutoff = now - ESCROW_JOB_PERIOD - CLOCK_TOLERANCE
+    escrow = _escrows.c
+    query = (
+        select(escrow.deal_id, escrow.status)
+        .where(
+            or_(
+                and_(escrow.status == "held", escrow.deliver_by < cutoff),
+                and_(escrow.status == "delivered", escrow.accept_by < cutoff),
+            )
+        )
+        .order_by(escrow.deal_id)
+    )
+    _report(
+        session,
+        found,
+        query,
+        "escrow_overdue",
+        lambda row: (
+            f"the escrow of deal {found.name(row.deal_id)} is still {row.status} past its deadline"
         ),
     )

@@ -37,5 +37,15 @@ class Listing(Base):
     body: Mapped[str] = mapped_column(Text)
     price_micro: Mapped[int] = mapped_column(BigInteger)
     delivery_deadline_days: Mapped[int | None] = mapped_column(Integer)
+    # "direct": the price is paid between the parties; "escrow": the broker holds it from
+    # the seal until delivery is accepted or ruled (agent_broker.escrow).
+    settlement: Mapped[str] = mapped_column(String(6), default="direct", server_default="direct")
+    delivery_hours: Mapped[int | None] = mapped_column(Integer)
+    acceptance_hours: Mapped[int | None] = mapped_column(Integer)
+    # None on an escrow listing: the operator evaluates.
+    # (No foreign key: a column added in place, as SQLite adds it, without a table rebuild
+    # that would drop the feed search's triggers.)
+    evaluator_id: Mapped[str | None] = mapped_column(String(36))
+    evaluator_handle: Mapped[str | None] = mapped_column(String(12))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime())
     expires_at: Mapped[datetime] = mapped_column(UTCDateTime())

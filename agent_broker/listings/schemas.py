@@ -23,6 +23,26 @@ class PostListingRequest(BaseModel):
     delivery_deadline_days: StrictInt | None = Field(
         default=None, ge=0, le=3650, description="0 or omitted means unspecified"
     )
+    settlement: Literal["direct", "escrow"] = Field(
+        default="direct",
+        description='"escrow": the broker holds the agreed price from the seal until the'
+        ' delivery is accepted or ruled on; "direct": the parties pay each other',
+    )
+    delivery_hours: StrictInt | None = Field(
+        default=None, ge=1, le=720, description="Escrow only: hours from seal to deliver (72)"
+    )
+    acceptance_hours: StrictInt | None = Field(
+        default=None,
+        ge=1,
+        le=168,
+        description="Escrow only: hours from delivery to accept or reject (48)",
+    )
+    evaluator: str | None = Field(
+        default=None,
+        max_length=12,
+        description="Escrow only: the handle of a third account that rules on a rejected"
+        " delivery; omitted means the operator",
+    )
 
 
 class ListingOut(BaseModel):
@@ -43,6 +63,12 @@ class ListingOut(BaseModel):
     )
     expires_at: int | None = omitted_when_unset(
         description="Unix timestamp (integer seconds); omitted once the listing is not live"
+    )
+    settlement: Literal["direct", "escrow"] = "direct"
+    delivery_hours: int | None = omitted_when_unset(description="Escrow listings only")
+    acceptance_hours: int | None = omitted_when_unset(description="Escrow listings only")
+    evaluator: str | None = omitted_when_unset(
+        description='Escrow listings only: a handle, or "operator"'
     )
     seller_avg_rating: float | None = omitted_when_unset(
         description="1-5; omitted on the post response"

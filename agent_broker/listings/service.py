@@ -12,8 +12,10 @@ from sqlalchemy import update
 from sqlalchemy.orm import Session
 
 from agent_broker import categories
+from agent_broker.accounts import directory
 from agent_broker.accounts.models import AccountRecord
 from agent_broker.certification import badge as certification
+from agent_broker.escrow.service import EscrowTerms
 from agent_broker.idempotency.service import IdempotencyKey, Outcome, run_once
 from agent_broker.ledger import books
 from agent_broker.ledger import service as ledger
@@ -32,6 +34,7 @@ from agent_broker.problems import InvalidInput, NotFound, Problem, Reason
 from agent_broker.reputation import service as reputation
 from agent_broker.scanning.brake import Screen
 
+DEFAULT_DELIVERY_HOURS, DEFAULT_ACCEPTANCE_HOURS = 72, 48
 UNFUNDED_LISTING_CAP = 3  # lifetime, until the account is funded with real money
 DEFAULT_FEED_LIMIT = 20
 MAX_TERMS = 16
@@ -75,6 +78,7 @@ def post(
         raise InvalidInput("title must not be empty.")
     price = request.price_micro or 0
     category = categories.for_listing(request.category, price)
+    escrow = escrow_terms(session, poster, request)
     screen({"title": title, "body": request.body})
 
     account_id = poster.id
@@ -112,6 +116,11 @@ def post(
         body=request.body,
         price_micro=price,
         delivery_deadline_days=request.delivery_deadline_days or None,
+        settlement=request.settlement,
+        delivery_hours=escrow.delivery_hours if escrow else None,
+        acceptance_hours=escrow.acceptance_hours if escrow else None,
+        evaluator_id=escrow.evaluator_id if escrow else None,
+        evaluator_handle=escrow.evaluator_handle if escrow else None,
         created_at=now,
         expires_at=now + ttl,
     )
@@ -121,6 +130,48 @@ def post(
     facet = facets().get(poster_role(listing))
     standing = _standing(facet, funded, certified()) if facet is not None else None
     return listing_view(listing, now=now, standing=standing, with_body=True, with_avg_rating=False)
+
+
+def escrow_terms(
+    session: Session, poster: AccountRecord, request: PostListingRequest
+) -> EscrowTerms | None:
+    """An escrow listing's terms, its defaults filled in; None for a direct listing, which
+    takes none of them."""
+    given = [
+        name
+        for name in ("delivery_hours", "acceptance_hours", "evaluator")
+        if getattr(request, name) is not None
+    ]
+    if request.settlement == "direct":
+        if given:
+            raise InvalidInput(f'{", ".join(given)}: only for settlement "escrow".')
+        return None
+    evaluator_id = None
+    if request.evaluator is not None:
+        evaluator = directory.find_by_handle(session, request.evaluator)
+        if evaluator is None:
+            raise InvalidInput("evaluator: no account has this handle.")
+        if evaluator.id == poster.id:
+            raise InvalidInput("evaluator: a third account, not the listing's poster.")
+        evaluator_id = evaluator.id
+    return EscrowTerms(
+        delivery_hours=request.delivery_hours or DEFAULT_DELIVERY_HOURS,
+        acceptance_hours=request.acceptance_hours or DEFAULT_ACCEPTANCE_HOURS,
+        evaluator_id=evaluator_id,
+        evaluator_handle=request.evaluator if evaluator_id else None,
+    )
+
+
+def terms_of(listing: ListingLike) -> EscrowTerms | None:
+    """The escrow terms a listing fixes for its deals; None for a direct listing."""
+    if listing.settlement != "escrow":
+        return None
+    return EscrowTerms(
+        delivery_hours=listing.delivery_hours or DEFAULT_DELIVERY_HOURS,
+        acceptance_hours=listing.acceptance_hours or DEFAULT_ACCEPTANCE_HOURS,
+        evaluator_id=listing.evaluator_id,
+        evaluator_handle=listing.evaluator_handle,
+    )
 
 
 def post_once(

@@ -33,6 +33,11 @@ class ListingLike(Protocol):
     title: str
     price_micro: int
     delivery_deadline_days: int | None
+    settlement: str
+    delivery_hours: int | None
+    acceptance_hours: int | None
+    evaluator_id: str | None
+    evaluator_handle: str | None
     created_at: datetime
     expires_at: datetime
 
@@ -72,6 +77,11 @@ def listing_view(
         view["body"] = listing.body  # type: ignore[attr-defined]
     if listing.delivery_deadline_days:
         view["delivery_deadline_days"] = listing.delivery_deadline_days
+    view["settlement"] = listing.settlement
+    if listing.settlement == "escrow":
+        view["delivery_hours"] = listing.delivery_hours
+        view["acceptance_hours"] = listing.acceptance_hours
+        view["evaluator"] = listing.evaluator_handle or "operator"
     if status == "live":
         view["expires_at"] = int(listing.expires_at.timestamp())
     if standing is not None:

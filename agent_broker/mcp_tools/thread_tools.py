@@ -155,7 +155,13 @@ def add_finalize(box: Toolbox) -> None:
             box.context,
             box.key_of(ctx),
             lambda session, caller: sealing.finalize_once(
-                session, caller.account, thread_id, key, signer=signer, now=clock.now()
+                session,
+                caller.account,
+                thread_id,
+                key,
+                signer=signer,
+                now=clock.now(),
+                escrow_fee_bps=box.context.settings.escrow_fee_bps,
             ),
             write=True,
         )

@@ -17,6 +17,7 @@ from agent_broker.accounts.service import protocol_bindings
 from agent_broker.certification import service as certification
 from agent_broker.config import Settings
 from agent_broker.domains import service as domains
+from agent_broker.escrow import service as escrow
 from agent_broker.http import urls
 from agent_broker.http.rate_limits import RateLimiter
 from agent_broker.idempotency.service import IdempotencyKey, Outcome, run_once
@@ -117,7 +118,9 @@ def account_view(session: Session, account: AccountRecord, *, now: datetime) -> 
         "account_id": account.id,
         "handle": account.handle,
         "balance_micro": wallet.spendable_micro,
-        "held_micro": wallet.held_micro,
+        # Held for the account: its open holds, and the prices of its open escrow deals as
+        # buyer (in the escrow book until they settle, docs/interface.md §10.4).
+        "held_micro": wallet.held_micro + escrow.held_as_buyer(session, account_id),
         "status": account.status,
         "key_preview": account.key_preview,
         "created_at": clock.rfc3339(account.created_at),

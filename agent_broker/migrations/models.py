@@ -10,6 +10,7 @@ from agent_broker.certification.models import Certification, CertificationCheck 
 from agent_broker.db.base import Base  # noqa: F401
 from agent_broker.deals.models import Deal  # noqa: F401
 from agent_broker.domains.models import DomainClaim, DomainGrant, DomainGrantDay  # noqa: F401
+from agent_broker.escrow.models import DealEscrow  # noqa: F401
 from agent_broker.idempotency.models import IdempotencyRecord  # noqa: F401
 from agent_broker.jobs.models import JobLease  # noqa: F401
 from agent_broker.ledger.models import (  # noqa: F401

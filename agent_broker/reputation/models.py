@@ -49,6 +49,14 @@ class ReputationStats(Base):
     latency_3: Mapped[int] = mapped_column(Integer, default=0)
     latency_4: Mapped[int] = mapped_column(Integer, default=0)
 
+    # Escrow deals settled as seller: released (accepted, ruled or by deadline), refunded,
+    # split by a ruling, and delivered before deliver_by.
+    escrow_released: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    escrow_refunded: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    escrow_split: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    escrow_on_time: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+
+    ESCROW = ("escrow_released", "escrow_refunded", "escrow_split", "escrow_on_time")
     SCORES = ("score_1", "score_2", "score_3", "score_4", "score_5")
     LATENCIES = ("latency_0", "latency_1", "latency_2", "latency_3", "latency_4")
 

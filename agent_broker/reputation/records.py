@@ -72,6 +72,13 @@ def _standing(
         )
         records[row.id] = {
             **{role: _public_facet(counters[role]) for role in ROLES},
+            "escrow": dict(
+                zip(
+                    ("released", "refunded", "split", "delivered_on_time"),
+                    _columns(row, ReputationStats.ESCROW),
+                    strict=True,
+                )
+            ),
             "funded": row.id in funded,
             "domain_verified": row.id in verified,
             "scorecard": card,

@@ -111,6 +111,7 @@ _STAT_COLUMNS = (
     "last_active_at",
     *ReputationStats.SCORES,
     *ReputationStats.LATENCIES,
+    *ReputationStats.ESCROW,
 )
 
 

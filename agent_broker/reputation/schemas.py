@@ -55,9 +55,19 @@ class ReputationScorecard(BaseModel):
     evidence_backed: Literal[True]
 
 
+class EscrowRecord(BaseModel):
+    """Escrow deals settled as seller (deals that count, as for the facets)."""
+
+    released: int = Field(description="Paid out to the seller: accepted, ruled or by deadline")
+    refunded: int = Field(description="Given back to the buyer: ruled or undelivered")
+    split: int = Field(description="Divided by a ruling")
+    delivered_on_time: int = Field(description="Delivered before the delivery deadline")
+
+
 class CounterpartyReputation(BaseModel):
     seller: PublicReputationFacet
     buyer: PublicReputationFacet
+    escrow: EscrowRecord
     funded: bool
     domain_verified: bool
     scorecard: ReputationScorecard

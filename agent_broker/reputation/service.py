@@ -128,6 +128,22 @@ def record_dispute(session: Session, *, against_id: str) -> None:
     _bump_stats(session, against_id, disputes=1)
 
 
+ESCROW_COUNTERS = {
+    "released": "escrow_released",
+    "refunded": "escrow_refunded",
+    "split": "escrow_split",
+}
+
+
+def record_escrow(session: Session, *, seller_id: str, outcome: str, on_time: bool) -> None:
+    """An escrow deal settled (released, refunded or split): it counts on the seller's
+    record, with whether the work was delivered before its deadline."""
+    increments = {ESCROW_COUNTERS[outcome]: 1}
+    if on_time:
+        increments["escrow_on_time"] = 1
+    _bump_stats(session, seller_id, **increments)
+
+
 def touch(session: Session, account_ids: list[str], *, now: datetime) -> None:
     """A billable action: the accounts were active now (liveness, not trade recency)."""
     for account_id in sorted(set(account_ids)):

@@ -28,6 +28,10 @@ class Thread(Base):
     amount_micro: Mapped[int] = mapped_column(BigInteger)
     # The opener's escrow hold for the deal fee (a ledger hold id).
     hold_id: Mapped[str] = mapped_column(String(36))
+    # The last price an offer named; None: the listing's price.
+    price_micro: Mapped[int | None] = mapped_column(BigInteger)
+    # On an escrow sell listing, the opener's (the buyer's) hold for that price.
+    price_hold_id: Mapped[str | None] = mapped_column(String(36))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime())
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime())
     # The thread's life: past it, an open thread counts as closed and its hold lapses.

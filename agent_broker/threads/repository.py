@@ -50,6 +50,18 @@ _OFFER_IN_TURN = Prepared(
     )
     .returning(*_threads.c)
 )
+# The same offer naming a price: the thread's price becomes it.
+_PRICED_OFFER_IN_TURN = Prepared(
+    update(_threads)
+    .where(*_OPEN_NOW, _threads.c.turn == _CALLERS_SIDE)
+    .values(
+        diff=bindparam("diff"),
+        price_micro=bindparam("price"),
+        turn=case((_threads.c.turn == "poster", "negotiator"), else_="poster"),
+        updated_at=bindparam("now"),
+    )
+    .returning(*_threads.c)
+)
 _REJECT = Prepared(
     update(_threads)
     .where(_threads.c.id == bindparam("thread_id"), _threads.c.status == "open")
@@ -71,12 +83,30 @@ def insert_thread(session: Session, **columns: Any) -> Any:
 
 
 def offer_in_turn(
-    session: Session, thread_id: str, *, caller: str, diff: str, now: datetime
+    session: Session,
+    thread_id: str,
+    *,
+    caller: str,
+    diff: str,
+    now: datetime,
+    price: int | None = None,
 ) -> Any:
-    """Write the caller's offer and pass the turn if the thread is open and it is the
-    caller's turn as a party; the thread as moved, or None if it was not."""
+    """Write the caller's offer (and the price it names, if any) and pass the turn if the
+    thread is open and it is the caller's turn as a party; the thread as moved, or None if
+    it was not."""
+    if price is not None:
+        return _PRICED_OFFER_IN_TURN.one_or_none(
+            session, thread_id=thread_id, now=now, caller=caller, diff=diff, price=price
+        )
     return _OFFER_IN_TURN.one_or_none(
         session, thread_id=thread_id, now=now, caller=caller, diff=diff
+    )
+
+
+def set_price_hold(session: Session, thread_id: str, hold_id: str | None) -> None:
+    """The buyer's price hold of the thread (escrow sell listings) is now this one."""
+    session.execute(
+        update(_threads).where(_threads.c.id == thread_id).values(price_hold_id=hold_id)
     )
 
 

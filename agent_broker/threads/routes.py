@@ -1,8 +1,9 @@
 from __future__ import annotations
 
+import json
 from typing import Annotated
 
-from fastapi import Request, Response
+from fastapi import Depends, Request, Response
 
 from agent_broker import clock
 from agent_broker.accounts.caller import Caller
@@ -20,6 +21,21 @@ from agent_broker.threads.schemas import DiffRequest, ThreadOut, ThreadRead
 from agent_broker.tokens.keys import Signer
 
 router = broker_router(prefix="/v1", tags=["threads"])
+
+
+async def _agreed_price(request: Request) -> int | None:
+    """A finalize body's agreed_price_micro, when it is a JSON object naming an integer one.
+    Any other body is accepted and ignored, as it always was; only an escrow listing
+    checks the price (docs/interface.md §10.4)."""
+    try:
+        body = json.loads(await request.body() or b"null")
+    except ValueError:
+        return None
+    price = body.get("agreed_price_micro") if isinstance(body, dict) else None
+    return price if type(price) is int else None
+
+
+AgreedPrice = Annotated[int | None, Depends(_agreed_price)]
 
 Trader = Annotated[Caller, authenticated(metered=True, writes=True)]
 # Finalize also takes an agent OAuth token, once per token (409 oauth_token_replay).
@@ -54,6 +70,7 @@ def open_thread(
         screen=screens.for_caller(caller),
         ttl=context_of(request).settings.thread_ttl,
         now=clock.now(),
+        price_micro=body.price_micro,
     )
     return answer(response, outcome)
 
@@ -94,7 +111,7 @@ def read_thread(thread_id: str, caller: MeteredReader, session: ReadSession) -> 
 @router.post(
     "/threads/{thread_id}/offers",
     response_model=ThreadOut,
-    responses=problems(400, 401, 403, 404, 409, 410, 422, 429),
+    responses=problems(400, 401, 402, 403, 404, 409, 410, 422, 429),
 )
 @db_bound
 def make_offer(
@@ -111,6 +128,7 @@ def make_offer(
         body.diff,
         screen=screens.for_caller(caller),
         now=clock.now(),
+        price_micro=body.price_micro,
     )
 
 
@@ -149,15 +167,18 @@ def finalize_thread(
     caller: Finalizer,
     session: WriteSession,
     idempotency: RequiredIdempotency,
+    agreed_price: AgreedPrice,
 ) -> dict:
-    # Any body (e.g. a self-reported agreed price) is accepted and ignored.
+    context = context_of(request)
     outcome = sealing.finalize_once(
         session,
         caller.account,
         thread_id,
         idempotency,
-        signer=context_of(request).part(Signer),
+        signer=context.part(Signer),
         now=clock.now(),
         one_time_token=caller.token,
+        escrow_fee_bps=context.settings.escrow_fee_bps,
+        agreed_price_micro=agreed_price,
     )
     return answer(response, outcome)

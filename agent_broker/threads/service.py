@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime, timedelta
+from typing import Any
 
 from sqlalchemy import or_, select, update
 from sqlalchemy.orm import Session
@@ -16,6 +17,7 @@ from agent_broker.accounts.profile import setup_requirements
 from agent_broker.idempotency.service import IdempotencyKey, Outcome, run_once
 from agent_broker.ledger import service as ledger
 from agent_broker.listings import service as listings
+from agent_broker.listings.views import ListingLike
 from agent_broker.pricing import DEAL_FEE_MICRO
 from agent_broker.problems import Forbidden, InvalidInput, NotFound, Reason
 from agent_broker.reputation import records as reputation_records
@@ -56,6 +58,7 @@ def view(thread: Thread, now: datetime) -> dict:
         "turn": thread.turn,
         "diff": thread.diff,
         "amount_micro": thread.amount_micro,
+        "price_micro": thread.price_micro,
         "created_at": clock.rfc3339(thread.created_at),
         "updated_at": clock.rfc3339(thread.expires_at if lapsed else thread.updated_at),
     }
@@ -94,15 +97,20 @@ def open_thread(
     screen: Screen,
     ttl: timedelta,
     now: datetime,
+    price_micro: int | None = None,
 ) -> dict:
-    """Refusals in order: 404 unknown listing, 409 own listing, 410 not live, 428 profile,
-    400/422/429 the diff, 402 the opener's balance. Only the opener's fee is held.
+    """Refusals in order: 404 unknown listing, 409 own listing, 403 the listing's escrow
+    evaluator, 410 not live, 428 profile, 400/422/429 the diff, 402 the opener's balance.
+    The opener's fee is held, and on an escrow sell listing the price too (the opener is
+    its buyer).
 
     The listing is locked first, as finalize locks it: a thread cannot slip onto a listing
     whose deal is being sealed."""
     listing = listings.lock(session, listing_id)
     if listing.poster_id == opener.id:
         raise SelfListingNegotiation()
+    if listing.settlement == "escrow" and listing.evaluator_id == opener.id:
+        raise Forbidden("The listing's evaluator cannot negotiate on it; nothing was held.")
     if not listings.is_live(listing, now):
         raise ListingExpired()
     _require_complete_profiles(opener, accounts.record(session, listing.poster_id))
@@ -114,6 +122,12 @@ def open_thread(
     hold_id = ledger.take_hold(
         session, opener.id, DEAL_FEE_MICRO, reference=thread_id, expires_at=expires_at, now=now
     )
+    price = listing.price_micro if price_micro is None else price_micro
+    price_hold_id = None
+    if _buyer_opens(listing) and price:
+        price_hold_id = ledger.take_hold(
+            session, opener.id, price, reference=thread_id, expires_at=expires_at, now=now
+        )
     reputation.touch(session, [opener.id], now=now)
     thread = repository.insert_thread(
         session,
@@ -126,6 +140,8 @@ def open_thread(
         diff=text,
         amount_micro=DEAL_FEE_MICRO,
         hold_id=hold_id,
+        price_micro=price,
+        price_hold_id=price_hold_id,
         created_at=now,
         updated_at=now,
         expires_at=expires_at,
@@ -139,6 +155,37 @@ def open_thread(
         now=now,
     )
     return view(thread, now)
+
+
+def _buyer_opens(listing: ListingLike) -> bool:
+    """On an escrow sell listing the opener is the buyer, whose price is held from the
+    start (docs/interface.md §10.4)."""
+    return listing.settlement == "escrow" and listing.listing_type == "sell"
+
+
+def _follow_price(session: Session, thread: Any, *, now: datetime) -> Any:
+    """The buyer named a new price on an escrow sell listing: the price hold becomes one
+    of exactly that price (released and taken again; 402 when short, the offer with it)."""
+    if thread.price_hold_id:
+        ledger.release_hold(session, thread.price_hold_id, now=now)
+    hold_id = None
+    if thread.price_micro:
+        hold_id = ledger.take_hold(
+            session,
+            thread.opener_id,
+            thread.price_micro,
+            reference=thread.id,
+            expires_at=thread.expires_at,
+            now=now,
+        )
+    repository.set_price_hold(session, thread.id, hold_id)
+
+
+def release_holds(session: Session, thread: Any, *, now: datetime) -> None:
+    """Give back what a thread that ends unsealed held: the fee and any price."""
+    ledger.release_hold(session, thread.hold_id, now=now)
+    if thread.price_hold_id:
+        ledger.release_hold(session, thread.price_hold_id, now=now)
 
 
 def party_thread(session: Session, thread_id: str, account_id: str) -> tuple[Thread, str]:
@@ -167,11 +214,14 @@ def offer(
     *,
     screen: Screen,
     now: datetime,
+    price_micro: int | None = None,
 ) -> dict:
     # Written first, then checked: a refusal of the text rolls the offer back with the
     # transaction, and every other refusal comes from the thread as read below, in the
     # order it always had (404, the thread's state, the turn, the text).
-    moved = repository.offer_in_turn(session, thread_id, caller=account_id, diff=diff, now=now)
+    moved = repository.offer_in_turn(
+        session, thread_id, caller=account_id, diff=diff, now=now, price=price_micro
+    )
     if moved is None:
         thread, side = party_thread(session, thread_id, account_id)
         refuse_unless_open(thread, now)
@@ -180,13 +230,18 @@ def offer(
         text = _diff(diff)
         screen({"diff": text})
         # Open and the caller's turn as read now: another offer landed in between.
-        moved = repository.offer_in_turn(session, thread_id, caller=account_id, diff=text, now=now)
+        moved = repository.offer_in_turn(
+            session, thread_id, caller=account_id, diff=text, now=now, price=price_micro
+        )
         if moved is None:
             thread, _ = party_thread(session, thread_id, account_id)
             refuse_unless_open(thread, now)
             raise OutOfTurn()
     else:
         screen({"diff": _diff(diff)})
+    buyer_named_price = price_micro is not None and account_id == moved.opener_id
+    if buyer_named_price and _buyer_opens(listings.get(session, moved.listing_id)):
+        _follow_price(session, moved, now=now)
     recipient = moved.opener_id if account_id == moved.poster_id else moved.poster_id
     webhooks.enqueue(
         session, recipient, "thread.offer", moved.id, webhooks.thread_data(moved), now=now
@@ -207,7 +262,7 @@ def close(session: Session, account_id: str, thread_id: str, *, now: datetime) -
             return view(thread, now)
         refuse_unless_open(thread, now)
         raise OutOfTurn()
-    ledger.release_hold(session, closed.hold_id, now=now)
+    release_holds(session, closed, now=now)
     other = closed.opener_id if account_id == closed.poster_id else closed.poster_id
     webhooks.enqueue(
         session, other, "thread.closed", closed.id, webhooks.thread_data(closed), now=now
@@ -291,9 +346,19 @@ def open_thread_once(
     screen: Screen,
     ttl: timedelta,
     now: datetime,
+    price_micro: int | None = None,
 ) -> Outcome:
     def create() -> Outcome:
-        thread = open_thread(session, opener, listing_id, diff, screen=screen, ttl=ttl, now=now)
+        thread = open_thread(
+            session,
+            opener,
+            listing_id,
+            diff,
+            screen=screen,
+            ttl=ttl,
+            now=now,
+            price_micro=price_micro,
+        )
         return Outcome(201, thread)
 
     return run_once(session, opener.id, key, create, now=now)

@@ -31,6 +31,11 @@ EVENT_TYPES = (
     "deal.sealed",
     "deal.rated",
     "deal.disputed",
+    "deal.delivered",
+    "deal.rejected",
+    "deal.released",
+    "deal.refunded",
+    "deal.ruled",
     "account.identity_linked",
 )
 
@@ -127,5 +132,6 @@ def thread_data(thread: Any) -> dict[str, Any]:
         "status": thread.status,
         "turn": thread.turn,
         "diff": thread.diff,
+        "price_micro": thread.price_micro,
         "expires_at": clock.rfc3339(thread.expires_at),
     }

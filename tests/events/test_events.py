@@ -22,7 +22,7 @@ from tests.support.jobs import run
 from tests.support.market import close, offer, open_thread
 from tests.support.webhooks import set_endpoint
 
-THREAD_FIELDS = {"thread_id", "listing_id", "status", "turn", "diff", "expires_at"}
+THREAD_FIELDS = {"thread_id", "listing_id", "status", "turn", "diff", "price_micro", "expires_at"}
 
 
 def _events(client, agent, **params) -> dict:

@@ -28,7 +28,7 @@ from tests.support.market import finalize, open_thread
 URL = "/v1/account/reputation/attestation"
 NONCE = "0123456789abcdef0123456789abcdef"
 AUDIENCE = "https://relying-party.example"
-RECORD_FIELDS = {"handle", "seller", "buyer", "funded", "domain_verified", "as_of"}
+RECORD_FIELDS = {"handle", "seller", "buyer", "escrow", "funded", "domain_verified", "as_of"}
 FACET_FIELDS = {"rating_sum", "rating_count", "finalized_count", "non_delivery_count", "warm_start"}
 STATEMENT_CLAIMS = RECORD_FIELDS | {"typ", "iat", "exp"}
 PROOF_CLAIMS = STATEMENT_CLAIMS | {"nonce", "aud"}

@@ -297,6 +297,7 @@ def test_thread_reads_embed_the_other_partys_record_and_writes_do_not(app, clien
     assert set(seen_by_opener["counterparty"]) == {
         "seller",
         "buyer",
+        "escrow",
         "funded",
         "domain_verified",
         "scorecard",

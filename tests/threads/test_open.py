@@ -9,7 +9,7 @@ import httpx
 from agent_broker import clock
 from tests.support.accounts import balance_and_held, complete_profile, fund, register
 from tests.support.http import assert_problem, new_key
-from tests.support.market import DEAL_FEE, open_thread, post, trader
+from tests.support.market import DEAL_FEE, LISTING, open_thread, post, trader
 
 
 def test_opening_holds_the_fee_from_the_opener_only(client, market):
@@ -29,9 +29,12 @@ def test_opening_holds_the_fee_from_the_opener_only(client, market):
         "turn",
         "diff",
         "amount_micro",
+        "price_micro",
         "created_at",
         "updated_at",
     }
+    # A direct listing's thread shows the listing's price and holds only the fee.
+    assert thread["price_micro"] == LISTING["price_micro"]
     assert balance_and_held(client, market.opener) == (2 * DEAL_FEE, DEAL_FEE)
     assert balance_and_held(client, market.poster) == poster_before
 

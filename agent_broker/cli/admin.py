@@ -161,6 +161,7 @@ def admin_escrow_rule(
     from agent_broker.deals.settlement import rule_as_operator
     from agent_broker.problems import Problem
     from agent_broker.tokens.keys import signer_for
+    from agent_broker.tokens.startup import register as register_signer
 
     if outcome not in ("release", "refund", "split"):
         typer.echo("--outcome must be release, refund or split", err=True)
@@ -169,6 +170,9 @@ def admin_escrow_rule(
     signer = signer_for(settings)
     db = open_database(settings)
     try:
+        # The ruling is checked against the key document: its key is published first, as
+        # every serving process publishes its own (with one key, a no-op).
+        register_signer(db, signer)
         with db.writer() as session:
             try:
                 ruled = rule_as_operator(

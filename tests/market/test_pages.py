@@ -30,6 +30,16 @@ def test_the_feed_page_lists_live_listings_without_bodies_or_ids(client, seller)
     assert "<script" not in html
 
 
+def test_the_feed_page_marks_escrow_listings(client, seller):
+    _post(client, seller, title="Held job", settlement="escrow", delivery_hours=24)
+    _post(client, seller, title="Direct job")
+    rows = re.findall(r'<tr class="listing">(.*?)</tr>', client.get("/market").text, re.S)
+    held = next(row for row in rows if "Held job" in row)
+    direct = next(row for row in rows if "Direct job" in row)
+    assert 'class="tag escrow"' in held and "within 24 h" in held and "operator" in held
+    assert "escrow" not in direct
+
+
 def test_the_feed_page_searches_sorts_and_pages(client, seller):
     for price in (1_000_000, 3_000_000, 2_000_000):
         _post(client, seller, title=f"Job at {price}", price_micro=price)

@@ -1,12 +1,12 @@
 """The agent-broker command: one module per command group (serve.py: `serve` and `mcp`;
-db, admin, jobs, keys, ledger; verify_proof.py; `agent` is the client's,
+db, admin, jobs, keys, ledger; verify_proof.py, verify_ruling.py; `agent` is the client's,
 agent_broker.client.cli), put together here in the order `--help` lists them."""
 
 from __future__ import annotations
 
 import typer
 
-from agent_broker.cli import serve, verify_proof
+from agent_broker.cli import serve, verify_proof, verify_ruling
 from agent_broker.cli.admin import admin_app
 from agent_broker.cli.db import db_app
 from agent_broker.cli.jobs import jobs_app
@@ -23,6 +23,7 @@ app = typer.Typer(
 app.command()(serve.serve)
 app.command("mcp")(serve.mcp)
 app.command("verify-proof")(verify_proof.verify_proof)
+app.command("verify-ruling")(verify_ruling.verify_ruling)
 app.add_typer(db_app, name="db")
 app.add_typer(admin_app, name="admin")
 app.add_typer(jobs_app, name="jobs")

@@ -210,3 +210,37 @@ def test_a_payout_is_journalled_and_leaves_the_balance(app, client, cli_env):
     assert balance_and_held(client, seller) == (0, 0)
     assert CliRunner().invoke(cli, payout).exit_code == 1  # nothing left to pay out
     assert ledger_problems(app) == []
+
+
+def test_anyone_checks_a_ruling_with_verify_ruling(app, client, live_server):
+    market = escrow_market(app, client)
+    deal = sealed(client, market)["id"]
+    step(client, market.seller, deal, "delivery")
+    step(client, market.buyer, deal, "rejection", reason="late and partial")
+    ruling = step(
+        client,
+        market.evaluator,
+        deal,
+        "ruling",
+        outcome="split",
+        seller_share_bps=3_000,
+        reason="partly delivered",
+    ).json()["escrow"]["ruling"]
+    check = ["verify-ruling", ruling["token"], "--service", live_server, "--deal-id", deal]
+    verified = CliRunner().invoke(cli, [*check, "--reason", ruling["reason"]])
+    assert verified.exit_code == 0, verified.output
+    claims = json.loads(verified.output)
+    assert (claims["typ"], claims["outcome"], claims["seller_share_bps"]) == (
+        "svc.ruling.v1",
+        "split",
+        3_000,
+    )
+    assert claims["evaluator"] == handle_of(client, market.evaluator)
+    other_reason = CliRunner().invoke(cli, [*check, "--reason", "something else"])
+    assert other_reason.exit_code == 1 and "another reason" in other_reason.output
+    other_deal = ["verify-ruling", ruling["token"], "--service", live_server, "--deal-id", "x"]
+    assert CliRunner().invoke(cli, other_deal).exit_code == 1
+    forged = ruling["token"][:-4] + ("AAAA" if not ruling["token"].endswith("AAAA") else "BBBB")
+    assert (
+        CliRunner().invoke(cli, ["verify-ruling", forged, "--service", live_server]).exit_code == 1
+    )

@@ -64,6 +64,10 @@ Writes that create something take an `Idempotency-Key` header (retry with the sa
   {deal:,} credits), then POST /v1/threads/{{id}}/offers in turns.
 - Seal: the poster POSTs /v1/threads/{{id}}/finalize; both pay the deal fee and get the
   other side's coordinates at GET /v1/deals/{{id}}. Then rate (POST .../ratings).
+- Escrow: a listing posted with "settlement": "escrow" has the broker hold the agreed
+  price from the seal: the seller POSTs /v1/deals/{{id}}/delivery, the buyer
+  .../acceptance (the seller is paid) or .../rejection (the listing's evaluator rules at
+  .../ruling); deadlines refund or release it.
 - Reputation: GET {base}/v1/reputation/{{handle}}, no key.
 
 ## Prices

@@ -9,6 +9,11 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -28,6 +33,7 @@ from tests.support.http import serving
 from tests.support.market import LISTING
 
 Run = Callable[..., Any]
+CLIENT = Path(__file__).resolve().parents[2] / "clients" / "python"
 
 
 @pytest.fixture
@@ -110,6 +116,27 @@ def test_a_whole_deal_from_the_shell(app, live_server, shell):
     header, rule, *rows = out.splitlines()
     assert code == 0 and header.split() == cli.EVENT_COLUMNS and set(rule) <= {"-", " "}
     assert [row.split()[:2] for row in rows] == [[e["id"], e["type"]] for e in events]
+    # --follow and --stream print the same events, then wait for more: stopped by a signal.
+    for how in ("--follow", "--stream"):
+        followed = _following(live_server, seller_made["api_key"], how, len(events))
+        assert followed == [json.dumps(event) for event in events], how
+
+
+def _following(base: str, key: str, how: str, count: int) -> list[str]:
+    """The first `count` lines `agent-broker-agent events HOW` prints, as a process of
+    its own; then it is interrupted (it never ends by itself)."""
+    env = {**os.environ, "BROKER_BASE_URL": base, "BROKER_API_KEY": key}
+    env["PYTHONPATH"] = os.pathsep.join([str(CLIENT), env.get("PYTHONPATH", "")])
+    command = [sys.executable, "-m", "agent_broker_client.cli", "events", how]
+    with subprocess.Popen(command, env=env, stdout=subprocess.PIPE, text=True) as running:
+        try:
+            lines = [running.stdout.readline().rstrip("\n") for _ in range(count)]
+            time.sleep(0.5)
+            assert running.poll() is None  # still waiting for new events
+        finally:
+            running.send_signal(signal.SIGINT)
+            assert running.wait(timeout=30) == 130
+    return lines
 
 
 def test_tables_for_a_person_json_by_default(live_server, shell):

@@ -12,9 +12,12 @@ PORT := 8080
 
 .PHONY: run test lint docs client-models bench soak clean
 
-$(SERVE_STAMP): pyproject.toml
+# The server depends on the standalone client (clients/python), which no package index
+# carries: it is installed from the checkout first, so `-e .` finds it already there.
+$(SERVE_STAMP): pyproject.toml clients/python/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e ./clients/python
 	$(BIN)/pip install --quiet -e .
 	touch $(SERVE_STAMP)
 

@@ -1,6 +1,7 @@
 """The agent-broker command: one module per command group (serve.py: `serve` and `mcp`;
-db, admin, jobs, keys, ledger; verify_proof.py, verify_ruling.py; `agent` is the client's,
-agent_broker.client.cli), put together here in the order `--help` lists them."""
+db, admin, jobs, keys, ledger; verify_proof.py, verify_ruling.py; `agent` is the
+standalone client's `agent-broker-agent`, through agent_broker.client.cli), put together
+here in the order `--help` lists them."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from agent_broker.cli.jobs import jobs_app
 from agent_broker.cli.keys import keys_app
 from agent_broker.cli.ledger import ledger_app
 from agent_broker.cli.serve import event_loop_for
-from agent_broker.client.cli import agent_app
+from agent_broker.client import cli as agent_cli
 
 __all__ = ["app", "event_loop_for", "main"]
 
@@ -29,7 +30,7 @@ app.add_typer(admin_app, name="admin")
 app.add_typer(jobs_app, name="jobs")
 app.add_typer(keys_app, name="keys")
 app.add_typer(ledger_app, name="ledger")
-app.add_typer(agent_app, name="agent")
+app.command("agent", context_settings=agent_cli.CONTEXT, add_help_option=False)(agent_cli.agent)
 
 
 def main() -> None:

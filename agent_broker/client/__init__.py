@@ -1,18 +1,21 @@
-"""A Python client of the REST interface, sync and async, for agents written in Python.
+"""The Python client, for code that imports it from the server's package: the standalone
+distribution `agent-broker-client` (clients/python, imported as `agent_broker_client`),
+which the server depends on, under its former names. New code imports
+`agent_broker_client`; answers are its generated models (agent_broker_client.models).
 
     from agent_broker.client import Client
 
     with Client("https://broker.example") as broker:
         broker.register()                      # keeps the key it is given
-        broker.set_contact("Ops", "ops@agents.example")
-        broker.set_route("https://agents.example/deals/")
         page = broker.feed(q="csv", sort="price_asc")
 
-Answers are the service's own response models; refusals raise ProblemError (or one of its
-subclasses) carrying the problem's status and reason code."""
+Only the relying party's proof verifier (agent_broker.client.verify) is the server's own:
+it shares the service's token code. `agent-broker agent` is the client's command
+(agent_broker.client.cli)."""
 
-from agent_broker.client.asynchronous import AsyncClient
-from agent_broker.client.errors import (
+from agent_broker_client import (
+    AsyncClient,
+    Client,
     Conflict,
     Forbidden,
     InsufficientFunds,
@@ -22,7 +25,6 @@ from agent_broker.client.errors import (
     RateLimited,
     Unauthorized,
 )
-from agent_broker.client.sync import Client
 
 __all__ = [
     "AsyncClient",

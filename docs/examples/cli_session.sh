@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The same first session with the agent CLI, `agent-broker agent ...`: two agents trade one
-# deal. Each command prints the service's answer as JSON on standard output; a refusal
-# prints its problem document on standard error and exits 1.
+# The same first session with the agent CLI, `agent-broker agent ...` (the same program as
+# the standalone client's `agent-broker-agent`): two agents trade one deal. Each command
+# prints the service's answer as JSON on standard output (a table with --table); a
+# refusal prints its problem document on standard error and exits 1.
 #
 # What it shows: the CLI acts for the key in BROKER_API_KEY, so each step below runs as the
 # party that may take it (`as_seller ...`, `as_buyer ...`):
@@ -12,7 +13,8 @@
 #   - the seller counter-offers (it is the poster's turn after an opening), the buyer
 #     agrees (an offer passes the turn back to the poster);
 #   - the seller, the listing's poster, finalizes (the buyer may not: 403 forbidden);
-#   - the buyer reads the deal package; both rate.
+#   - the buyer reads the deal package; both rate;
+#   - the seller reads its account as a table, its key read from a file (--key-file).
 #
 # Run it against a local server, from the repository root (so that `agent-broker admin
 # credit` opens the database the server uses):
@@ -83,3 +85,10 @@ as_buyer deal "$DEAL_ID" | jq -c '{status, counterparty_endpoint: .reveal.counte
 as_buyer rate "$DEAL_ID" 5 --delivered
 as_seller rate "$DEAL_ID" 5
 echo "both parties rated deal $DEAL_ID"
+
+echo "== The seller's account as a table (--table), the key read from a file (--key-file)"
+KEY_FILE=$(mktemp)
+trap 'rm -f "$KEY_FILE"' EXIT
+printf '%s\n' "$SELLER_KEY" >"$KEY_FILE"
+BROKER_API_KEY= "$AGENT_BROKER" agent --key-file "$KEY_FILE" --table account |
+  grep -E '^(handle|balance_micro) '

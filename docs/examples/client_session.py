@@ -1,4 +1,4 @@
-"""A first session with the Python client (agent_broker.client): two agents trade one deal.
+"""A first session with the Python client (agent_broker_client): two agents trade one deal.
 
 What it shows, each step by the party that may take it:
   - two clients register (each keeps the key it is given; it is shown once);
@@ -31,7 +31,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from agent_broker.client import Client, Conflict, ProblemError
+from agent_broker_client import Client, Conflict, ProblemError
 
 BASE = os.environ.get("BASE", "http://127.0.0.1:8080")
 
@@ -54,8 +54,8 @@ def credit(account_id: str, amount_micro: int, reason: str) -> None:
 def session() -> None:
     with Client(BASE) as seller, Client(BASE) as buyer:
         print("== Register (anyone): each client keeps its key")
-        seller_id = seller.register().account_id
-        buyer_id = buyer.register().account_id
+        seller_id = str(seller.register().account_id)  # ids are UUIDs
+        buyer_id = str(buyer.register().account_id)
         print(f"seller account {seller_id}, buyer account {buyer_id}")
 
         print("== Credits, locally (the operator): 4,000 credits each")

@@ -111,7 +111,7 @@ def test_every_command_of_the_cli_has_help(client_venv: Path) -> None:
     script = str(client_venv / "bin" / "agent-broker-agent")
     top = subprocess.run([script, "--help"], capture_output=True, text=True, env=_clean_env())
     assert top.returncode == 0
-    for name, (text, _arguments, _action) in cli._COMMANDS.items():
+    for name, (text, _arguments, _action) in cli.COMMANDS.items():
         assert text and name in top.stdout
         shown = subprocess.run(
             [script, name, "--help"], capture_output=True, text=True, env=_clean_env()
@@ -190,3 +190,30 @@ def test_a_whole_deal_from_the_clients_environment_alone(client_venv: Path, app,
     assert events.returncode == 0, events.stderr
     types = [json.loads(line)["type"] for line in events.stdout.splitlines()]
     assert "deal.sealed" in types
+
+    # A readable table, with the client alone.
+    script = str(client_venv / "bin" / "agent-broker-agent")
+    shown = subprocess.run(
+        [script, "--table", "deal", deal["id"]],
+        capture_output=True,
+        text=True,
+        env=_clean_env(BROKER_BASE_URL=live_server, BROKER_API_KEY=buyer),
+        timeout=60,
+    )
+    assert shown.returncode == 0, shown.stderr
+    assert ["id", deal["id"]] in [line.split() for line in shown.stdout.splitlines()]
+    assert buyer not in shown.stdout + shown.stderr
+
+    # Without the x402 extra, paying with a wallet says how to get it; nothing is sent.
+    wallet = client_venv.parent / "wallet"
+    wallet.write_text("0x" + "11" * 32)
+    refused = subprocess.run(
+        [script, "credits-x402", "--wallet-key-file", str(wallet)],
+        capture_output=True,
+        text=True,
+        env=_clean_env(BROKER_BASE_URL=live_server),
+        timeout=60,
+    )
+    assert refused.returncode == 1 and refused.stdout == ""
+    assert 'pip install "agent-broker-client[x402]"' in json.loads(refused.stderr)["detail"]
+    assert "11" * 32 not in refused.stderr

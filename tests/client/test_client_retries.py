@@ -12,16 +12,13 @@ import httpx
 import pytest
 
 import agent_broker.client as server_client
+import agent_broker.client.errors as server_errors
 import agent_broker_client
+import agent_broker_client.errors
 from agent_broker.pricing import DEAL_FEE_MICRO, POSTING_FEE_MICRO
-from agent_broker_client import AsyncClient, Client, Conflict
+from agent_broker_client import AsyncClient, Client, Conflict, ProblemError
 from tests.support.accounts import fund
 from tests.support.market import FUNDS, LISTING
-
-# The standalone client, and the server's package's copy, which keeps the same rule.
-PACKAGES = pytest.mark.parametrize(
-    "package", [agent_broker_client, server_client], ids=["standalone", "server"]
-)
 
 
 class DroppingTransport(httpx.BaseTransport):
@@ -138,9 +135,9 @@ def _mock(answers: list[int | Exception], body: dict | None = None):
     return httpx.MockTransport(answer), sent
 
 
-def _client(transport: httpx.MockTransport, package=agent_broker_client) -> Client:
+def _client(transport: httpx.MockTransport) -> Client:
     base = "http://broker.test"
-    return package.Client(
+    return Client(
         base, "ab_key", http=httpx.Client(base_url=base, transport=transport), backoff_seconds=0
     )
 
@@ -153,31 +150,40 @@ def _client(transport: httpx.MockTransport, package=agent_broker_client) -> Clie
         (lambda c: c.dispute("d1"), "/v1/deals/d1/dispute"),
         (lambda c: c.set_webhook("https://agents.dev/hook"), "/v1/account/webhook"),
         (lambda c: c.set_contact("Ops", "ops@agents.dev"), "/v1/account/contact"),
+        (lambda c: c.buy_credits(2, "processor_a"), "/dashboard/credits"),
+        (lambda c: c.verify_domain(), "/v1/account/domain/verify"),
+        (lambda c: c.test_certification(), "/v1/account/certification/test"),
     ],
 )
-@PACKAGES
-def test_an_unkeyed_write_is_sent_once_on_a_5xx_or_a_broken_connection(send, path, package):
+def test_an_unkeyed_write_is_sent_once_on_a_5xx_or_a_broken_connection(send, path):
     transport, sent = _mock([503, 200])
-    with _client(transport, package) as client, pytest.raises(package.ProblemError) as failed:
+    with _client(transport) as client, pytest.raises(ProblemError) as failed:
         send(client)
     assert failed.value.status == 503 and [r.url.path for r in sent] == [path]
     transport, sent = _mock([httpx.ConnectError("refused"), 200])
-    with _client(transport, package) as client, pytest.raises(httpx.ConnectError):
+    with _client(transport) as client, pytest.raises(httpx.ConnectError):
         send(client)
     assert len(sent) == 1
 
 
-@PACKAGES
-def test_reads_and_keyed_writes_are_retried_with_the_same_key(package):
+@pytest.mark.parametrize("send", [lambda c: c.close("t1"), lambda c: c.subscribe_certification()])
+def test_reads_and_keyed_writes_are_retried_with_the_same_key(send):
     transport, sent = _mock([httpx.ReadError("lost"), 502, 200], {"events": [], "next": None})
-    with _client(transport, package) as client:
+    with _client(transport) as client:
         assert client.events_page().events == []
     assert len(sent) == 3
     transport, sent = _mock([503, 503, 503])
-    with _client(transport, package) as client, pytest.raises(package.ProblemError):
-        client.close("t1")
+    with _client(transport) as client, pytest.raises(ProblemError):
+        send(client)
     assert len(sent) == 3
     assert len({r.headers["Idempotency-Key"] for r in sent}) == 1
+
+
+def test_the_server_package_names_are_the_client_s():
+    """agent_broker.client is the standalone client under its former names, not a copy."""
+    for name in server_client.__all__:
+        assert getattr(server_client, name) is getattr(agent_broker_client, name), name
+    assert server_errors.problem_of is agent_broker_client.errors.problem_of
 
 
 def test_the_asyncio_client_follows_the_same_rule():

@@ -11,9 +11,9 @@ import pytest
 from eth_account import Account
 
 from agent_broker.client import AsyncClient, Client, InsufficientFunds, Unauthorized
-from agent_broker.client.payment import paid_timeout_seconds
 from agent_broker.payments.x402.facilitator import SETTLE_DEADLINE_SECONDS
 from agent_broker.pricing import PACK_MICRO
+from agent_broker_client.payment import paid_timeout_seconds
 
 
 @pytest.fixture

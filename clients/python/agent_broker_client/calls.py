@@ -14,9 +14,13 @@ from agent_broker_client.errors import problem_of
 from agent_broker_client.models import (
     AccountOut,
     AccountProfileOut,
+    CertificationStatus,
     DealPackage,
+    DomainChallengeOut,
+    DomainVerificationOut,
     EventPage,
     FeedPage,
+    InvoiceResponse,
     ListingOut,
     PublicReputation,
     RegisteredAccount,
@@ -194,3 +198,40 @@ def delete_webhook() -> Call:
 def events(after: str | None, wait: float, limit: int | None) -> Call:
     params = _clean({"after": after, "wait": wait or None, "limit": limit})
     return Call("GET", "/v1/events", EventPage, params=params)
+
+
+def domain_challenge() -> Call:
+    return Call("GET", "/v1/account/domain", DomainChallengeOut)
+
+
+def verify_domain() -> Call:
+    return Call("POST", "/v1/account/domain/verify", DomainVerificationOut)
+
+
+def buy_credits(pack_count: int, processor: str | None, chain: str | None) -> Call:
+    # Unkeyed: a second invoice from a retry would be a second charge to pay.
+    body = _clean({"pack_count": pack_count, "processor": processor, "chain": chain})
+    return Call("POST", "/dashboard/credits", InvoiceResponse, json=body)
+
+
+def wallet_purchase() -> Call:
+    """A payable read (docs/interface.md §17.3) sent without the key, so that the 402 it
+    gets is paid with the client's wallet: buying credits for the wallet's account."""
+    return Call("GET", "/v1/feed", FeedPage, params={"limit": 1}, needs_key=False)
+
+
+def certification() -> Call:
+    return Call("GET", "/v1/account/certification", CertificationStatus)
+
+
+def certification_test() -> Call:
+    return Call("POST", "/v1/account/certification/test", CertificationStatus)
+
+
+def subscribe_certification() -> Call:
+    path = "/v1/account/certification"
+    return Call("POST", path, CertificationStatus, keyed=True)
+
+
+def cancel_certification() -> Call:
+    return Call("POST", "/v1/account/certification/cancel", CertificationStatus)

@@ -1,10 +1,13 @@
-"""`agent-broker-agent ...`: the client from a shell, with nothing but this package.
+"""`agent-broker-agent ...`: the client from a shell, with nothing but this package (the
+server's `agent-broker agent` is the same program).
 
 The service is `--base-url` (or BROKER_BASE_URL; default http://127.0.0.1:8080); the key
 comes from BROKER_API_KEY or from the file `--key-file` names (never an argument, so it
-stays out of shell history, and never printed). Answers print as JSON on standard output,
-one event a line for `events`; a refusal prints its problem document on standard error
-with exit status 1."""
+stays out of shell history), and a wallet's key likewise from BROKER_WALLET_KEY or
+`--wallet-key-file`. Neither is ever printed: only an answer that is itself a new key
+(register, a wallet's first payment, key recovery) shows one. Answers print as JSON on
+standard output (one event a line for `events`), or as a table with `--table`; a refusal
+prints its problem document on standard error with exit status 1."""
 
 from __future__ import annotations
 
@@ -14,27 +17,56 @@ import os
 import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
+import httpx
 from pydantic import BaseModel
 
+from agent_broker_client import table
 from agent_broker_client.errors import ProblemError
+from agent_broker_client.payment import require_x402
 from agent_broker_client.sync import Client
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8080"
+PROG = "agent-broker-agent"
 Action = Callable[[Client, argparse.Namespace], Any]
+Option = tuple[tuple[str, ...], dict[str, Any]]
+EVENT_COLUMNS = ["id", "type", "timestamp", "data"]
 
 
-def _json(value: Any) -> str:
+class Refused(Exception):
+    """A command that cannot run as asked (a file unreadable, an extra missing...)."""
+
+
+def _plain(value: Any) -> Any:
     if isinstance(value, BaseModel):
-        return value.model_dump_json(exclude_none=True)
-    return json.dumps({"ok": True} if value is None else value)
+        return value.model_dump(mode="json", exclude_none=True)
+    return {"ok": True} if value is None else value
 
 
 def _key(arguments: argparse.Namespace) -> str | None:
-    if arguments.key_file:
-        return Path(arguments.key_file).read_text().strip() or None
-    return os.environ.get("BROKER_API_KEY") or None
+    return _secret(arguments.key_file, "BROKER_API_KEY", "--key-file")
+
+
+def _secret(path: str | None, variable: str, option: str) -> str | None:
+    if path:
+        try:
+            return Path(path).read_text().strip() or None
+        except OSError as unreadable:
+            # The path and why, never the content.
+            raise Refused(f"{option} {path}: {unreadable.strerror or 'unreadable'}") from None
+    return os.environ.get(variable) or None
+
+
+def _wallet(arguments: argparse.Namespace) -> str:
+    wallet = _secret(arguments.wallet_key_file, "BROKER_WALLET_KEY", "--wallet-key-file")
+    if not wallet:
+        raise Refused("a wallet's private key is needed: --wallet-key-file or BROKER_WALLET_KEY")
+    try:
+        require_x402()
+    except ImportError as missing:
+        raise Refused(str(missing)) from None
+    return wallet
 
 
 def _events(client: Client, arguments: argparse.Namespace) -> Iterable[Any]:
@@ -43,8 +75,32 @@ def _events(client: Client, arguments: argparse.Namespace) -> Iterable[Any]:
     return client.events(arguments.after, follow=arguments.follow)
 
 
+def _with_wallet(client: Client, arguments: argparse.Namespace) -> Client:
+    # The same connection, but paying and signing with the wallet; the key stays unused
+    # (a payment is sent without one, docs/interface.md §17.3).
+    wallet = _wallet(arguments)
+    return Client(str(client._http.base_url), client.api_key, http=client._http, wallet=wallet)
+
+
+def _buy_with_wallet(client: Client, arguments: argparse.Namespace) -> Any:
+    payer = _with_wallet(client, arguments)
+    payer.buy_credits_with_wallet()
+    return {"paid": True, **(payer.last_payment or {})}
+
+
+def _recover_key(client: Client, arguments: argparse.Namespace) -> Any:
+    return _with_wallet(client, arguments).recover_wallet_key(domain=arguments.domain)
+
+
+_WALLET_FILE: Option = (
+    ("--wallet-key-file",),
+    {"help": "A file holding the wallet's private key, hex (else BROKER_WALLET_KEY)."},
+)
+_THREAD: Option = (("thread_id",), {"help": "The thread's id."})
+_DEAL: Option = (("deal_id",), {"help": "The deal's id."})
+
 # name: (help, arguments as (flags, options), action)
-_COMMANDS: dict[str, tuple[str, list[tuple[tuple[str, ...], dict[str, Any]]], Action]] = {
+COMMANDS: dict[str, tuple[str, list[Option], Action]] = {
     "register": (
         "Open an account (accepting the terms); prints its API key, shown only this once.",
         [],
@@ -70,13 +126,60 @@ _COMMANDS: dict[str, tuple[str, list[tuple[tuple[str, ...], dict[str, Any]]], Ac
         ],
         lambda c, a: c.set_route(a.deal_route, a.binding, a.agent_card_url),
     ),
+    "domain": (
+        "The domain challenge: the token to serve at your route's domain to prove it.",
+        [],
+        lambda c, a: c.domain(),
+    ),
+    "domain-verify": (
+        "Prove your domain once its token is served; a first proof pays the welcome credit.",
+        [],
+        lambda c, a: c.verify_domain(),
+    ),
+    "credits": (
+        "Buy credit packs through a payment processor: prints the invoice to pay "
+        "(sent once: never retried).",
+        [
+            (("--packs",), {"type": int, "required": True, "help": "Packs of 1,000 credits."}),
+            (
+                ("--processor",),
+                {"choices": ["processor_a", "processor_b"], "help": "Who takes the payment."},
+            ),
+            (("--chain",), {"help": "processor_b's coin and chain (default usdtpolygon)."}),
+        ],
+        lambda c, a: c.buy_credits(a.packs, a.processor, a.chain),
+    ),
+    "credits-x402": (
+        "Buy credits with a wallet (x402; needs the x402 extra): pays the single pack. A "
+        "wallet's first payment opens an account and prints its key, shown only this once.",
+        [_WALLET_FILE],
+        _buy_with_wallet,
+    ),
+    "recover-key": (
+        "A new API key for the account your wallet paid for (needs the x402 extra); the "
+        "old key is refused from then on.",
+        [
+            _WALLET_FILE,
+            (
+                ("--domain",),
+                {"help": "The service's public host[:port], if not the base URL's."},
+            ),
+        ],
+        _recover_key,
+    ),
     "feed": (
         "Search the open listings.",
         [
             (("--q",), {"help": "Words, all of them, in the title or body."}),
-            (("--sort",), {"choices": ["newest", "price_asc", "price_desc"]}),
+            (
+                ("--sort",),
+                {"choices": ["newest", "price_asc", "price_desc"], "help": "The order."},
+            ),
             (("--category",), {"help": "A category code."}),
-            (("--type",), {"dest": "listing_type", "choices": ["buy", "sell"]}),
+            (
+                ("--type",),
+                {"dest": "listing_type", "choices": ["buy", "sell"], "help": "Buy or sell."},
+            ),
             (("--limit",), {"type": int, "help": "Listings a page."}),
             (("--cursor",), {"help": "The `next` of the previous page."}),
         ],
@@ -97,12 +200,20 @@ _COMMANDS: dict[str, tuple[str, list[tuple[tuple[str, ...], dict[str, Any]]], Ac
     "post": (
         "Post a listing (200 credits).",
         [
-            (("--title",), {"required": True}),
+            (("--title",), {"required": True, "help": "A short title."}),
             (("--category",), {"required": True, "help": "A category code."}),
-            (("--type",), {"dest": "listing_type", "required": True, "choices": ["buy", "sell"]}),
+            (
+                ("--type",),
+                {
+                    "dest": "listing_type",
+                    "required": True,
+                    "choices": ["buy", "sell"],
+                    "help": "Buy or sell.",
+                },
+            ),
             (("--body",), {"required": True, "help": "What is offered or wanted."}),
             (("--price-micro",), {"type": int, "help": "Price in micro-dollars."}),
-            (("--delivery-deadline-days",), {"type": int}),
+            (("--delivery-deadline-days",), {"type": int, "help": "Days to deliver."}),
         ],
         lambda c, a: c.post_listing(
             title=a.title,
@@ -123,36 +234,33 @@ _COMMANDS: dict[str, tuple[str, list[tuple[tuple[str, ...], dict[str, Any]]], Ac
     ),
     "thread": (
         "One negotiation, with its messages.",
-        [(("thread_id",), {"help": "The thread's id."})],
+        [_THREAD],
         lambda c, a: c.thread(a.thread_id),
     ),
     "offer": (
         "Counter on your turn (sent once: never retried).",
-        [
-            (("thread_id",), {"help": "The thread's id."}),
-            (("diff",), {"help": "Your terms."}),
-        ],
+        [_THREAD, (("diff",), {"help": "Your terms."})],
         lambda c, a: c.offer(a.thread_id, a.diff),
     ),
     "close": (
         "Close a negotiation without a deal.",
-        [(("thread_id",), {"help": "The thread's id."})],
+        [_THREAD],
         lambda c, a: c.close(a.thread_id),
     ),
     "finalize": (
         "Seal the deal (the poster, when the negotiator spoke last; 2,000 credits).",
-        [(("thread_id",), {"help": "The thread's id."})],
+        [_THREAD],
         lambda c, a: c.finalize(a.thread_id),
     ),
     "deal": (
         "One deal, with the counterparty's contact.",
-        [(("deal_id",), {"help": "The deal's id."})],
+        [_DEAL],
         lambda c, a: c.deal(a.deal_id),
     ),
     "rate": (
         "Rate your counterparty on a deal (sent once: never retried).",
         [
-            (("deal_id",), {"help": "The deal's id."}),
+            _DEAL,
             (("score",), {"type": int, "help": "1 to 5."}),
             (
                 ("--delivered",),
@@ -163,7 +271,7 @@ _COMMANDS: dict[str, tuple[str, list[tuple[tuple[str, ...], dict[str, Any]]], Ac
     ),
     "dispute": (
         "Dispute a deal (sent once: never retried).",
-        [(("deal_id",), {"help": "The deal's id."})],
+        [_DEAL],
         lambda c, a: c.dispute(a.deal_id),
     ),
     "reputation": (
@@ -179,6 +287,26 @@ _COMMANDS: dict[str, tuple[str, list[tuple[tuple[str, ...], dict[str, Any]]], Ac
         ],
         lambda c, a: c.attest(a.nonce, a.audience),
     ),
+    "certification": (
+        "Your certification: subscription, checks of your deal route, the badge.",
+        [],
+        lambda c, a: c.certification(),
+    ),
+    "certification-test": (
+        "Probe your deal route once, free (needed within 24 hours before subscribing).",
+        [],
+        lambda c, a: c.test_certification(),
+    ),
+    "certification-subscribe": (
+        "Subscribe to certification (18,000 credits per 30 days, renewed).",
+        [],
+        lambda c, a: c.subscribe_certification(),
+    ),
+    "certification-cancel": (
+        "Stop certification's renewal; the paid period runs to its end.",
+        [],
+        lambda c, a: c.cancel_certification(),
+    ),
     "webhook": (
         "Set your webhook's URL; prints its signing secret.",
         [(("url",), {"help": "An https URL."})],
@@ -186,7 +314,7 @@ _COMMANDS: dict[str, tuple[str, list[tuple[tuple[str, ...], dict[str, Any]]], Ac
     ),
     "webhook-delete": ("Remove your webhook.", [], lambda c, a: c.delete_webhook()),
     "events": (
-        "Your events, one JSON object a line, oldest first (no public endpoint needed).",
+        "Your events, one a line, oldest first (no public endpoint needed).",
         [
             (("--after",), {"help": "Only those after this event id."}),
             (
@@ -203,43 +331,82 @@ _COMMANDS: dict[str, tuple[str, list[tuple[tuple[str, ...], dict[str, Any]]], Ac
 }
 
 
-def parser() -> argparse.ArgumentParser:
+def parser(prog: str = PROG, default_base_url: str | None = None) -> argparse.ArgumentParser:
+    """`default_base_url`: the address without --base-url or BROKER_BASE_URL (the server's
+    `agent-broker agent` passes the one a development server of its own is serving)."""
+    default = os.environ.get("BROKER_BASE_URL") or default_base_url or DEFAULT_BASE_URL
     top = argparse.ArgumentParser(
-        prog="agent-broker-agent",
+        prog=prog,
         description="Act as an agent through an agent-broker service's REST interface. "
-        "The key comes from BROKER_API_KEY or --key-file.",
+        "The key comes from BROKER_API_KEY or --key-file and is never printed.",
     )
     top.add_argument(
         "--base-url",
-        default=os.environ.get("BROKER_BASE_URL") or DEFAULT_BASE_URL,
+        default=default,
         help=f"The service's address (BROKER_BASE_URL; default {DEFAULT_BASE_URL}).",
     )
     top.add_argument("--key-file", help="A file holding your API key (else BROKER_API_KEY).")
-    commands = top.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for name, (text, arguments, _action) in _COMMANDS.items():
+    top.add_argument(
+        "--table", action="store_true", help="Print answers as a readable table, not JSON."
+    )
+    commands = top.add_subparsers(
+        dest="command", metavar="COMMAND", required=True, help="What to do (COMMAND --help)."
+    )
+    for name, (text, arguments, _action) in COMMANDS.items():
         command = commands.add_parser(name, help=text, description=text)
         for flags, options in arguments:
             command.add_argument(*flags, **options)
     return top
 
 
-def main(argv: list[str] | None = None) -> int:
-    arguments = parser().parse_args(argv)
-    action = _COMMANDS[arguments.command][2]
-    with Client(arguments.base_url, _key(arguments)) as client:
-        try:
+def _print(value: Any, as_table: bool, out: TextIO) -> None:
+    plain = _plain(value)
+    print(table.render(plain) if as_table else json.dumps(plain), file=out, flush=True)
+
+
+def _print_events(events: Iterable[Any], as_table: bool, out: TextIO) -> None:
+    if as_table:  # streamed: a header, then each event a row as it comes
+        columns = {column: column for column in EVENT_COLUMNS}
+        print("\n".join(table.rows([columns], EVENT_COLUMNS)[:2]), file=out, flush=True)
+    for event in events:
+        plain = _plain(event)
+        line = table.rows([plain], EVENT_COLUMNS)[2] if as_table else json.dumps(plain)
+        print(line, file=out, flush=True)
+
+
+def main(
+    argv: list[str] | None = None,
+    *,
+    prog: str = PROG,
+    default_base_url: str | None = None,
+    out: TextIO | None = None,
+    err: TextIO | None = None,
+) -> int:
+    """Run one command; its exit status. `out` and `err`: where answers and refusals go
+    (standard output and error unless given; `--help` and usage errors are argparse's)."""
+    arguments = parser(prog, default_base_url).parse_args(argv)
+    action = COMMANDS[arguments.command][2]
+    out, err = out or sys.stdout, err or sys.stderr
+    problem: dict[str, Any]
+    try:
+        with Client(arguments.base_url, _key(arguments)) as client:
             result = action(client, arguments)
             if arguments.command == "events":
-                for event in result:
-                    print(_json(event), flush=True)
+                _print_events(result, arguments.table, out)
             else:
-                print(_json(result))
-        except ProblemError as problem:
-            print(json.dumps(problem.body or {"detail": problem.detail}), file=sys.stderr)
-            return 1
-        except KeyboardInterrupt:
-            return 130
-    return 0
+                _print(result, arguments.table, out)
+        return 0
+    except ProblemError as refusal:
+        problem = refusal.body or {"status": refusal.status, "detail": refusal.detail}
+    except (Refused, ValueError) as wrong:  # ValueError: e.g. a sign-in for another service
+        problem = {"detail": str(wrong)}
+    except httpx.HTTPError as unreachable:
+        # The kind of failure and the address; never the request's headers.
+        problem = {"detail": f"{arguments.base_url}: {type(unreachable).__name__}: {unreachable}"}
+    except KeyboardInterrupt:
+        return 130
+    print(json.dumps(problem), file=err, flush=True)
+    return 1
 
 
 if __name__ == "__main__":

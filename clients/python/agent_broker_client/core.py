@@ -12,9 +12,11 @@ from agent_broker_client.calls import Call
 from agent_broker_client.operations import Operations
 from agent_broker_client.payment import (
     PAYMENT_REQUIRED,
+    PAYMENT_RESPONSE,
     PAYMENT_SIGNATURE,
     paid_timeout_seconds,
     payment_header,
+    receipt_of,
     sign_in_signature,
     wallet_address,
 )
@@ -41,6 +43,9 @@ class ClientCore(Operations):
         self._wallet = wallet
         self._backoff = backoff_seconds
         self._owns_http = owns_http
+        # The last payment the wallet made: {receipt, new_account} (new_account only on a
+        # wallet's first payment, with the key it is shown once).
+        self.last_payment: dict[str, Any] | None = None
 
     def _payable(self, response: httpx.Response, headers: dict[str, str]) -> bool:
         return bool(
@@ -70,6 +75,11 @@ class ClientCore(Operations):
             raise ValueError("recovering a key needs the wallet: Client(..., wallet=KEY)")
         return calls.wallet_challenge(wallet_address(self._wallet))
 
+    def _wallet_purchase(self) -> Call:
+        if self._wallet is None:
+            raise ValueError("buying with a wallet needs it: Client(..., wallet=KEY)")
+        return calls.wallet_purchase()
+
     def _wallet_recovery(self, message: str, domain: str | None) -> Call:
         """The recovery of the account's key with the challenge `message` signed, once seen
         to be for `domain` (by default the client's base URL's host and port)."""
@@ -81,6 +91,9 @@ class ClientCore(Operations):
         opened = body.get("new_account") if isinstance(body, dict) else None
         if isinstance(opened, dict) and opened.get("api_key"):
             self.api_key = opened["api_key"]  # a wallet's first payment opened the account
+        receipt = response.headers.get(PAYMENT_RESPONSE)
+        if receipt or isinstance(opened, dict):
+            self.last_payment = {"receipt": receipt_of(receipt), "new_account": opened}
         result = call.answer(response.status_code, body)
         if call.keeps_key and getattr(result, "api_key", None):
             self.api_key = result.api_key

@@ -16,6 +16,10 @@ class Operations(ABC):
     def _run(self, call: calls.Call) -> Any:
         """Send the call: its answer, or (async client) an awaitable of it."""
 
+    @abstractmethod
+    def _wallet_purchase(self) -> calls.Call:
+        """The purchase the client's wallet pays (ValueError without a wallet)."""
+
     def register(self) -> Any:
         """Open an account (accepting the terms); the client keeps the key it is given."""
         return self._run(calls.register())
@@ -120,3 +124,40 @@ class Operations(ABC):
 
     def delete_webhook(self) -> Any:
         return self._run(calls.delete_webhook())
+
+    def domain(self) -> Any:
+        """The domain challenge for your deal route's domain (docs/interface.md §8)."""
+        return self._run(calls.domain_challenge())
+
+    def verify_domain(self) -> Any:
+        """Have the service fetch the challenge's token; the welcome credit on a first proof."""
+        return self._run(calls.verify_domain())
+
+    def buy_credits(
+        self, pack_count: int, processor: str | None = None, chain: str | None = None
+    ) -> Any:
+        """An invoice for `pack_count` packs of 1,000 credits from a processor; the credits
+        arrive once the processor reports the payment. Sent once: never retried."""
+        return self._run(calls.buy_credits(pack_count, processor, chain))
+
+    def buy_credits_with_wallet(self) -> Any:
+        """Buy credits for the wallet's account with x402: a payable read sent without the
+        key, whose 402 the wallet pays (x402's default cap, $1: the single pack). A first
+        payment opens an account, whose key the client keeps; `last_payment` holds the
+        receipt and that new account."""
+        return self._run(self._wallet_purchase())
+
+    def certification(self) -> Any:
+        return self._run(calls.certification())
+
+    def test_certification(self) -> Any:
+        """One free liveness probe of your deal route (needed before subscribing)."""
+        return self._run(calls.certification_test())
+
+    def subscribe_certification(self) -> Any:
+        """Subscribe (18,000 credits per 30 days, renewed); a replay never charges twice."""
+        return self._run(calls.subscribe_certification())
+
+    def cancel_certification(self) -> Any:
+        """Stop renewal; the paid period runs to its end."""
+        return self._run(calls.cancel_certification())

@@ -8,10 +8,14 @@ without it a client that is given a wallet raises ImportError saying so."""
 
 from __future__ import annotations
 
+import base64
+import binascii
+import json
 from typing import Any
 
 PAYMENT_REQUIRED = "PAYMENT-REQUIRED"
 PAYMENT_SIGNATURE = "PAYMENT-SIGNATURE"
+PAYMENT_RESPONSE = "PAYMENT-RESPONSE"  # the receipt of a paid call: base64 JSON
 # A paid answer waits while the service has its facilitator verify, then settle the
 # payment (and settle once more when the transfer is reported pending), each call within
 # the service's deadline; then the call itself runs.
@@ -28,6 +32,27 @@ def paid_timeout_seconds() -> float:
     so a slow settlement is never taken for a lost answer (sending the payment again would
     only be refused as a replay)."""
     return FACILITATOR_CALLS * SETTLE_DEADLINE_SECONDS + ANSWER_MARGIN_SECONDS
+
+
+def require_x402() -> None:
+    """ImportError naming the extra unless x402 and eth-account are installed: checked
+    before anything is sent, so a purchase is not started that could not be paid."""
+    try:
+        import eth_account  # noqa: F401
+        import x402  # noqa: F401
+    except ImportError as missing:
+        raise ImportError(X402_MISSING) from missing
+
+
+def receipt_of(header: str | None) -> Any:
+    """The PAYMENT-RESPONSE receipt (transaction, network, payer...) as JSON, or the
+    header as sent when it is not base64 JSON."""
+    if not header:
+        return None
+    try:
+        return json.loads(base64.b64decode(header, validate=True))
+    except (ValueError, binascii.Error):
+        return header
 
 
 def _account(wallet: Any) -> Any:

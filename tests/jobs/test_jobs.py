@@ -61,6 +61,7 @@ def test_jobs_list_prints_each_job_name_first_then_its_period():
         ("expire-threads", "300s"),
         ("expire-holds", "300s"),
         ("purge-deals", "900s"),
+        ("escrow-deadlines", "300s"),
         ("expire-idempotency-keys", "3600s"),
         ("forget-events", "3600s"),
         ("forget-spent-tokens", "3600s"),

@@ -108,9 +108,16 @@ def test_a_whole_deal_from_the_shell(app, live_server, shell):
     missing = buyer("thread", "0b4e7c1e-2f0a-4d8e-9a51-6f2d3c4b5a69", ok=False)
     assert missing["reason"] == "not_found"
     # The events of the deal, oldest first, one JSON object a line, then the end.
-    code, out, _err = shell(live_server, "events", key=seller_made["api_key"], ok=None)
-    events = [json.loads(line) for line in out.splitlines()]
-    assert code == 0 and {"thread.opened", "deal.sealed"} <= {e["type"] for e in events}
+    # (On PostgreSQL an event is read once every older writing transaction on the server
+    # has ended: under a busy server it may take a moment.)
+    deadline = time.monotonic() + 20
+    while True:
+        code, out, _err = shell(live_server, "events", key=seller_made["api_key"], ok=None)
+        events = [json.loads(line) for line in out.splitlines()]
+        if {"thread.opened", "deal.sealed"} <= {e["type"] for e in events}:
+            break
+        assert code == 0 and time.monotonic() < deadline, out
+        time.sleep(0.2)
     # With --table: the same events as rows under one header.
     code, out, _err = shell(live_server, "--table", "events", key=seller_made["api_key"], ok=None)
     header, rule, *rows = out.splitlines()

@@ -144,29 +144,52 @@ def post_listing(fields: dict[str, Any]) -> Call:
     return Call("POST", "/v1/listings", ListingOut, json=_clean(fields), keyed=True)
 
 
-def open_thread(listing_id: str, diff: str) -> Call:
+def open_thread(listing_id: str, diff: str, price_micro: int | None = None) -> Call:
     path = f"/v1/listings/{listing_id}/threads"
-    return Call("POST", path, ThreadOut, json={"diff": diff}, keyed=True)
+    body = _clean({"diff": diff, "price_micro": price_micro})
+    return Call("POST", path, ThreadOut, json=body, keyed=True)
 
 
 def thread(thread_id: str) -> Call:
     return Call("GET", f"/v1/threads/{thread_id}", ThreadRead)
 
 
-def offer(thread_id: str, diff: str) -> Call:
-    return Call("POST", f"/v1/threads/{thread_id}/offers", ThreadOut, json={"diff": diff})
+def offer(thread_id: str, diff: str, price_micro: int | None = None) -> Call:
+    body = _clean({"diff": diff, "price_micro": price_micro})
+    return Call("POST", f"/v1/threads/{thread_id}/offers", ThreadOut, json=body)
 
 
 def close(thread_id: str) -> Call:
     return Call("POST", f"/v1/threads/{thread_id}/close", ThreadOut, keyed=True)
 
 
-def finalize(thread_id: str) -> Call:
-    return Call("POST", f"/v1/threads/{thread_id}/finalize", DealPackage, keyed=True)
+def finalize(thread_id: str, agreed_price_micro: int | None = None) -> Call:
+    body = _clean({"agreed_price_micro": agreed_price_micro}) or None
+    path = f"/v1/threads/{thread_id}/finalize"
+    return Call("POST", path, DealPackage, json=body, keyed=True)
 
 
 def deal(deal_id: str) -> Call:
     return Call("GET", f"/v1/deals/{deal_id}", DealPackage)
+
+
+def deliver(deal_id: str, note: str | None, evidence_sha256: str | None) -> Call:
+    body = _clean({"note": note, "evidence_sha256": evidence_sha256})
+    return Call("POST", f"/v1/deals/{deal_id}/delivery", DealPackage, json=body, keyed=True)
+
+
+def accept(deal_id: str) -> Call:
+    return Call("POST", f"/v1/deals/{deal_id}/acceptance", DealPackage, keyed=True)
+
+
+def reject(deal_id: str, reason: str) -> Call:
+    body = {"reason": reason}
+    return Call("POST", f"/v1/deals/{deal_id}/rejection", DealPackage, json=body, keyed=True)
+
+
+def rule(deal_id: str, outcome: str, seller_share_bps: int | None, reason: str) -> Call:
+    body = _clean({"outcome": outcome, "seller_share_bps": seller_share_bps, "reason": reason})
+    return Call("POST", f"/v1/deals/{deal_id}/ruling", DealPackage, json=body, keyed=True)
 
 
 def rate(deal_id: str, score: int, delivered: bool | None) -> Call:

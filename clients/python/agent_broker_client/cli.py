@@ -98,6 +98,10 @@ _WALLET_FILE: Option = (
 )
 _THREAD: Option = (("thread_id",), {"help": "The thread's id."})
 _DEAL: Option = (("deal_id",), {"help": "The deal's id."})
+_PRICE: Option = (
+    ("--price-micro",),
+    {"type": int, "help": "The price you name (an escrow buyer's hold follows it)."},
+)
 
 # name: (help, arguments as (flags, options), action)
 COMMANDS: dict[str, tuple[str, list[Option], Action]] = {
@@ -214,6 +218,16 @@ COMMANDS: dict[str, tuple[str, list[Option], Action]] = {
             (("--body",), {"required": True, "help": "What is offered or wanted."}),
             (("--price-micro",), {"type": int, "help": "Price in micro-dollars."}),
             (("--delivery-deadline-days",), {"type": int, "help": "Days to deliver."}),
+            (
+                ("--settlement",),
+                {
+                    "choices": ["direct", "escrow"],
+                    "help": "escrow: the broker holds the price until delivery is accepted.",
+                },
+            ),
+            (("--delivery-hours",), {"type": int, "help": "Escrow: hours to deliver (72)."}),
+            (("--acceptance-hours",), {"type": int, "help": "Escrow: hours to accept (48)."}),
+            (("--evaluator",), {"help": "Escrow: the handle that rules (else the operator)."}),
         ],
         lambda c, a: c.post_listing(
             title=a.title,
@@ -222,6 +236,10 @@ COMMANDS: dict[str, tuple[str, list[Option], Action]] = {
             body=a.body,
             price_micro=a.price_micro,
             delivery_deadline_days=a.delivery_deadline_days,
+            settlement=a.settlement,
+            delivery_hours=a.delivery_hours,
+            acceptance_hours=a.acceptance_hours,
+            evaluator=a.evaluator,
         ),
     ),
     "open": (
@@ -229,8 +247,9 @@ COMMANDS: dict[str, tuple[str, list[Option], Action]] = {
         [
             (("listing_id",), {"help": "The listing's id."}),
             (("diff",), {"help": "Your opening terms."}),
+            _PRICE,
         ],
-        lambda c, a: c.open_thread(a.listing_id, a.diff),
+        lambda c, a: c.open_thread(a.listing_id, a.diff, a.price_micro),
     ),
     "thread": (
         "One negotiation, with its messages.",
@@ -239,8 +258,8 @@ COMMANDS: dict[str, tuple[str, list[Option], Action]] = {
     ),
     "offer": (
         "Counter on your turn (sent once: never retried).",
-        [_THREAD, (("diff",), {"help": "Your terms."})],
-        lambda c, a: c.offer(a.thread_id, a.diff),
+        [_THREAD, (("diff",), {"help": "Your terms."}), _PRICE],
+        lambda c, a: c.offer(a.thread_id, a.diff, a.price_micro),
     ),
     "close": (
         "Close a negotiation without a deal.",
@@ -249,8 +268,46 @@ COMMANDS: dict[str, tuple[str, list[Option], Action]] = {
     ),
     "finalize": (
         "Seal the deal (the poster, when the negotiator spoke last; 2,000 credits).",
-        [_THREAD],
-        lambda c, a: c.finalize(a.thread_id),
+        [
+            _THREAD,
+            (
+                ("--agreed-price-micro",),
+                {"type": int, "help": "Escrow: the price you seal at (must be the thread's)."},
+            ),
+        ],
+        lambda c, a: c.finalize(a.thread_id, a.agreed_price_micro),
+    ),
+    "deliver": (
+        "Escrow deal, seller: the work is delivered; the buyer's acceptance clock starts.",
+        [
+            _DEAL,
+            (("--note",), {"help": "What was delivered, and where."}),
+            (("--evidence-sha256",), {"help": "SHA-256 (hex) of the delivered work."}),
+        ],
+        lambda c, a: c.deliver(a.deal_id, a.note, a.evidence_sha256),
+    ),
+    "accept": (
+        "Escrow deal, buyer: accept the delivery; the seller is paid the price less the fee.",
+        [_DEAL],
+        lambda c, a: c.accept(a.deal_id),
+    ),
+    "reject": (
+        "Escrow deal, buyer: reject the delivery; the evaluator rules.",
+        [_DEAL, (("reason",), {"help": "Why the delivery is rejected."})],
+        lambda c, a: c.reject(a.deal_id, a.reason),
+    ),
+    "rule": (
+        "Escrow deal, evaluator: rule on a rejected delivery.",
+        [
+            _DEAL,
+            (("outcome",), {"choices": ["release", "refund", "split"], "help": "The ruling."}),
+            (("reason",), {"help": "Why; signed into the ruling."}),
+            (
+                ("--seller-share-bps",),
+                {"type": int, "help": "A split: the seller's share, 0 to 10000."},
+            ),
+        ],
+        lambda c, a: c.rule(a.deal_id, a.outcome, a.reason, a.seller_share_bps),
     ),
     "deal": (
         "One deal, with the counterparty's contact.",

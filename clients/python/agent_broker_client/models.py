@@ -161,9 +161,21 @@ class Status2(StrEnum):
     revealed = "revealed"
 
 
+class DeliveryRequest(BaseModel):
+    evidence_sha256: constr(pattern=r"^[0-9a-f]{64}$") | None = Field(
+        None, description="SHA-256 (hex) of the delivered work", title="Evidence Sha256"
+    )
+    note: constr(max_length=2000) | None = Field(None, title="Note")
+
+
 class DiffRequest(BaseModel):
     diff: constr(max_length=10000) = Field(
         ..., description="Proposed terms; replaces the running diff", title="Diff"
+    )
+    price_micro: conint(ge=0, le=100000000000000) | None = Field(
+        None,
+        description="The price this offer names; the thread's price from now on. On an escrow sell listing the buyer's price hold follows it",
+        title="Price Micro",
     )
 
 
@@ -216,6 +228,88 @@ class DomainVerificationOut(BaseModel):
     verified: Literal[True] = Field(
         ..., description="Always true: a failed proof is a 4xx", title="Verified"
     )
+
+
+class Status3(StrEnum):
+    held = "held"
+    delivered = "delivered"
+    rejected = "rejected"
+    released = "released"
+    refunded = "refunded"
+    split = "split"
+
+
+class EscrowDelivery(BaseModel):
+    delivered_at: AwareDatetime = Field(..., title="Delivered At")
+    evidence_sha256: str | None = Field(None, title="Evidence Sha256")
+    note: str | None = Field(None, title="Note")
+
+
+class EscrowRecord(BaseModel):
+    """
+    Escrow deals settled as seller (deals that count, as for the facets).
+    """
+
+    delivered_on_time: int = Field(
+        ...,
+        description="Delivered before the delivery deadline",
+        title="Delivered On Time",
+    )
+    refunded: int = Field(
+        ...,
+        description="Given back to the buyer: ruled or undelivered",
+        title="Refunded",
+    )
+    released: int = Field(
+        ...,
+        description="Paid out to the seller: accepted, ruled or by deadline",
+        title="Released",
+    )
+    split: int = Field(..., description="Divided by a ruling", title="Split")
+
+
+class EscrowRejection(BaseModel):
+    reason: str = Field(..., title="Reason")
+    rejected_at: AwareDatetime = Field(..., title="Rejected At")
+
+
+class Outcome(StrEnum):
+    release = "release"
+    refund = "refund"
+    split = "split"
+
+
+class EscrowRuling(BaseModel):
+    outcome: Outcome = Field(..., title="Outcome")
+    reason: str = Field(..., title="Reason")
+    ruled_at: AwareDatetime = Field(..., title="Ruled At")
+    seller_share_bps: int = Field(..., title="Seller Share Bps")
+    token: str = Field(
+        ...,
+        description="PASETO v4.public, purpose svc.ruling.v1, signed by the service key",
+        title="Token",
+    )
+
+
+class SettledBy(StrEnum):
+    accepted = "accepted"
+    ruled = "ruled"
+    operator = "operator"
+    deadline = "deadline"
+
+
+class EscrowSettlement(BaseModel):
+    fee_micro: int = Field(..., title="Fee Micro")
+    refunded_micro: int = Field(
+        ..., description="Given back to the buyer", title="Refunded Micro"
+    )
+    released_micro: int = Field(
+        ...,
+        description="Paid to the seller, the escrow fee taken",
+        title="Released Micro",
+    )
+    settled_at: AwareDatetime = Field(..., title="Settled At")
+    settled_by: SettledBy = Field(..., title="Settled By")
 
 
 class EventOut(BaseModel):
@@ -396,7 +490,7 @@ class LedgerUnavailable(BaseModel):
     status: Literal["unavailable"] = Field(..., title="Status")
 
 
-class Status3(StrEnum):
+class Status4(StrEnum):
     """
     broken means a problem was found, listed in problems
     """
@@ -438,7 +532,12 @@ class ListingType(StrEnum):
     sell = "sell"
 
 
-class Status4(StrEnum):
+class Settlement(StrEnum):
+    direct = "direct"
+    escrow = "escrow"
+
+
+class Status5(StrEnum):
     live = "live"
     matched = "matched"
     expired = "expired"
@@ -446,6 +545,9 @@ class Status4(StrEnum):
 
 
 class ListingOut(BaseModel):
+    acceptance_hours: int | None = Field(
+        None, description="Escrow listings only", title="Acceptance Hours"
+    )
     body: str | None = Field(
         None,
         description="Present on the post response and GET /v1/listings/{id}; never in the feed",
@@ -461,6 +563,14 @@ class ListingOut(BaseModel):
         None,
         description="Whole days from seal; omitted when unspecified",
         title="Delivery Deadline Days",
+    )
+    delivery_hours: int | None = Field(
+        None, description="Escrow listings only", title="Delivery Hours"
+    )
+    evaluator: str | None = Field(
+        None,
+        description='Escrow listings only: a handle, or "operator"',
+        title="Evaluator",
     )
     expires_at: int | None = Field(
         None,
@@ -494,7 +604,8 @@ class ListingOut(BaseModel):
         description="Omitted when the seller account could not be read",
         title="Seller Warm Start",
     )
-    status: Status4 = Field(..., title="Status")
+    settlement: Settlement | None = Field("direct", title="Settlement")
+    status: Status5 = Field(..., title="Status")
     title: str = Field(..., title="Title")
 
 
@@ -514,7 +625,21 @@ class NextStep(BaseModel):
     path: Path = Field(..., title="Path")
 
 
+class Settlement1(StrEnum):
+    """
+    "escrow": the broker holds the agreed price from the seal until the delivery is accepted or ruled on; "direct": the parties pay each other
+    """
+
+    direct = "direct"
+    escrow = "escrow"
+
+
 class PostListingRequest(BaseModel):
+    acceptance_hours: conint(ge=1, le=168) | None = Field(
+        None,
+        description="Escrow only: hours from delivery to accept or reject (48)",
+        title="Acceptance Hours",
+    )
     body: constr(max_length=10000) = Field(
         ..., description="Markdown; scanned for contact details", title="Body"
     )
@@ -526,9 +651,24 @@ class PostListingRequest(BaseModel):
         description="0 or omitted means unspecified",
         title="Delivery Deadline Days",
     )
+    delivery_hours: conint(ge=1, le=720) | None = Field(
+        None,
+        description="Escrow only: hours from seal to deliver (72)",
+        title="Delivery Hours",
+    )
+    evaluator: constr(max_length=12) | None = Field(
+        None,
+        description="Escrow only: the handle of a third account that rules on a rejected delivery; omitted means the operator",
+        title="Evaluator",
+    )
     listing_type: ListingType = Field(..., title="Listing Type")
     price_micro: conint(ge=0, le=100000000000000) | None = Field(
         None, description="Omitted means 0 (a free listing)", title="Price Micro"
+    )
+    settlement: Settlement1 | None = Field(
+        "direct",
+        description='"escrow": the broker holds the agreed price from the seal until the delivery is accepted or ruled on; "direct": the parties pay each other',
+        title="Settlement",
     )
     title: constr(max_length=200) = Field(..., title="Title")
 
@@ -644,6 +784,10 @@ class RegistrationReplay(BaseModel):
 
     account_id: UUID = Field(..., title="Account Id")
     existing: Literal[True] = Field(..., title="Existing")
+
+
+class RejectionRequest(BaseModel):
+    reason: constr(min_length=1, max_length=2000) = Field(..., title="Reason")
 
 
 class ReputationAttestation(BaseModel):
@@ -805,6 +949,14 @@ class RouteRequest(BaseModel):
     )
 
 
+class RulingRequest(BaseModel):
+    outcome: Outcome = Field(..., title="Outcome")
+    reason: constr(min_length=1, max_length=2000) = Field(..., title="Reason")
+    seller_share_bps: conint(ge=0, le=10000) | None = Field(
+        None, description="A split only: the seller's share", title="Seller Share Bps"
+    )
+
+
 class SealedRange(BaseModel):
     from_: int | None = Field(
         ...,
@@ -873,7 +1025,7 @@ class Impact(StrEnum):
     major = "major"
 
 
-class Status6(StrEnum):
+class Status7(StrEnum):
     investigating = "investigating"
     resolved = "resolved"
 
@@ -891,7 +1043,7 @@ class StatusIncident(BaseModel):
         ..., description="null while the incident is open", title="Resolved At"
     )
     started_at: AwareDatetime = Field(..., title="Started At")
-    status: Status6 = Field(..., title="Status")
+    status: Status7 = Field(..., title="Status")
     updated_at: AwareDatetime = Field(..., title="Updated At")
 
 
@@ -915,7 +1067,7 @@ class StatusPage(BaseModel):
     url: AnyUrl = Field(..., description="BROKER_PUBLIC_BASE_URL", title="Url")
 
 
-class Status7(StrEnum):
+class Status8(StrEnum):
     open = "open"
     rejected = "rejected"
     finalized = "finalized"
@@ -939,7 +1091,12 @@ class ThreadOut(BaseModel):
     diff: str = Field(..., title="Diff")
     id: UUID = Field(..., title="Id")
     listing_id: UUID = Field(..., title="Listing Id")
-    status: Status7 = Field(..., title="Status")
+    price_micro: int = Field(
+        ...,
+        description="The last price an offer named; the listing's price until one does",
+        title="Price Micro",
+    )
+    status: Status8 = Field(..., title="Status")
     turn: Turn = Field(..., description="Whose move it is", title="Turn")
     updated_at: AwareDatetime = Field(..., title="Updated At")
 
@@ -1093,6 +1250,7 @@ class CounterpartyReputation(BaseModel):
         title="Certified Checked On",
     )
     domain_verified: bool = Field(..., title="Domain Verified")
+    escrow: EscrowRecord
     funded: bool = Field(..., title="Funded")
     scorecard: ReputationScorecard
     seller: PublicReputationFacet
@@ -1120,6 +1278,27 @@ class DealReveal(BaseModel):
     credential_presentation: CredentialPresentation | None = Field(
         None, description="Omitted when there is no credential"
     )
+
+
+class Escrow(BaseModel):
+    accept_by: AwareDatetime | None = Field(
+        None, description="Set on delivery", title="Accept By"
+    )
+    amount_micro: int = Field(
+        ..., description="The agreed price, held from the seal", title="Amount Micro"
+    )
+    deliver_by: AwareDatetime = Field(..., title="Deliver By")
+    delivery: EscrowDelivery | None = None
+    evaluator: str = Field(
+        ..., description='The evaluator\'s handle, or "operator"', title="Evaluator"
+    )
+    fee_bps: int = Field(
+        ..., description="The escrow fee on what the seller is paid", title="Fee Bps"
+    )
+    rejection: EscrowRejection | None = None
+    ruling: EscrowRuling | None = Field(None, description="Once the evaluator ruled")
+    settlement: EscrowSettlement | None = None
+    status: Status3 = Field(..., title="Status")
 
 
 class FeedPage(BaseModel):
@@ -1164,7 +1343,7 @@ class LedgerVerdict(BaseModel):
         description="computed_at is more than 3 hours old, unreadable, or more than 5 minutes in the future",
         title="Stale",
     )
-    status: Status3 = Field(
+    status: Status4 = Field(
         ...,
         description="broken means a problem was found, listed in problems",
         title="Status",
@@ -1234,6 +1413,7 @@ class PublicReputation(BaseModel):
         title="Certified Checked On",
     )
     domain_verified: bool = Field(..., title="Domain Verified")
+    escrow: EscrowRecord
     funded: bool = Field(..., title="Funded")
     handle: constr(pattern=r"^[0-9a-f]{12}$") = Field(
         ..., description="Public handle: 12 lowercase hex characters", title="Handle"
@@ -1296,7 +1476,12 @@ class ThreadRead(BaseModel):
     diff: str = Field(..., title="Diff")
     id: UUID = Field(..., title="Id")
     listing_id: UUID = Field(..., title="Listing Id")
-    status: Status7 = Field(..., title="Status")
+    price_micro: int = Field(
+        ...,
+        description="The last price an offer named; the listing's price until one does",
+        title="Price Micro",
+    )
+    status: Status8 = Field(..., title="Status")
     turn: Turn = Field(..., description="Whose move it is", title="Turn")
     updated_at: AwareDatetime = Field(..., title="Updated At")
 
@@ -1304,23 +1489,28 @@ class ThreadRead(BaseModel):
 class DealPackage(BaseModel):
     amount_micro: int = Field(..., title="Amount Micro")
     created_at: AwareDatetime = Field(..., title="Created At")
-    credential: str = Field(
-        ..., description="Deal-scoped PASETO v4.public token", title="Credential"
+    credential: str | None = Field(
+        None,
+        description="Deal-scoped PASETO v4.public token (omitted for the evaluator)",
+        title="Credential",
     )
-    credential_kid: str = Field(..., title="Credential Kid")
+    credential_kid: str | None = Field(None, title="Credential Kid")
+    escrow: Escrow | None = Field(None, description="Escrow deals only")
     id: UUID = Field(..., title="Id")
     purge_at: AwareDatetime = Field(..., title="Purge At")
     reveal: DealReveal | None = Field(
         None, description="Present once the deal is sealed and reveal_at has passed"
     )
     reveal_at: AwareDatetime = Field(..., title="Reveal At")
-    route: str = Field(
-        ..., description="The counterparty's opaque per-deal route hash", title="Route"
+    route: str | None = Field(
+        None,
+        description="The counterparty's opaque per-deal route hash (omitted for the evaluator)",
+        title="Route",
     )
     status: Status2 = Field(..., title="Status")
 
 
-class Status5(BaseModel):
+class Status6(BaseModel):
     components: list[StatusComponent] = Field(..., title="Components")
     incidents: list[StatusIncident] = Field(
         ..., description="within the 30 days, newest first", title="Incidents"

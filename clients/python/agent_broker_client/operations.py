@@ -78,7 +78,14 @@ class Operations(ABC):
         body: str,
         price_micro: int | None = None,
         delivery_deadline_days: int | None = None,
+        settlement: Literal["direct", "escrow"] | None = None,
+        delivery_hours: int | None = None,
+        acceptance_hours: int | None = None,
+        evaluator: str | None = None,
     ) -> Any:
+        """`settlement="escrow"`: the broker holds the agreed price from the seal until the
+        delivery is accepted or ruled on (`evaluator`: a third account's handle; none: the
+        operator)."""
         fields = {
             "title": title,
             "category": category,
@@ -86,26 +93,57 @@ class Operations(ABC):
             "body": body,
             "price_micro": price_micro,
             "delivery_deadline_days": delivery_deadline_days,
+            "settlement": settlement,
+            "delivery_hours": delivery_hours,
+            "acceptance_hours": acceptance_hours,
+            "evaluator": evaluator,
         }
         return self._run(calls.post_listing(fields))
 
-    def open_thread(self, listing_id: str, diff: str) -> Any:
-        return self._run(calls.open_thread(listing_id, diff))
+    def open_thread(self, listing_id: str, diff: str, price_micro: int | None = None) -> Any:
+        return self._run(calls.open_thread(listing_id, diff, price_micro))
 
     def thread(self, thread_id: str) -> Any:
         return self._run(calls.thread(thread_id))
 
-    def offer(self, thread_id: str, diff: str) -> Any:
-        return self._run(calls.offer(thread_id, diff))
+    def offer(self, thread_id: str, diff: str, price_micro: int | None = None) -> Any:
+        """`price_micro`: the price this offer names (an escrow buyer's hold follows it)."""
+        return self._run(calls.offer(thread_id, diff, price_micro))
 
     def close(self, thread_id: str) -> Any:
         return self._run(calls.close(thread_id))
 
-    def finalize(self, thread_id: str) -> Any:
-        return self._run(calls.finalize(thread_id))
+    def finalize(self, thread_id: str, agreed_price_micro: int | None = None) -> Any:
+        """`agreed_price_micro`: on an escrow listing, refused unless it is the thread's."""
+        return self._run(calls.finalize(thread_id, agreed_price_micro))
 
     def deal(self, deal_id: str) -> Any:
         return self._run(calls.deal(deal_id))
+
+    def deliver(
+        self, deal_id: str, note: str | None = None, evidence_sha256: str | None = None
+    ) -> Any:
+        """An escrow deal's seller: the work is delivered (the buyer's clock starts)."""
+        return self._run(calls.deliver(deal_id, note, evidence_sha256))
+
+    def accept(self, deal_id: str) -> Any:
+        """An escrow deal's buyer: accept the delivery; the seller is paid."""
+        return self._run(calls.accept(deal_id))
+
+    def reject(self, deal_id: str, reason: str) -> Any:
+        """An escrow deal's buyer: reject the delivery; the evaluator rules."""
+        return self._run(calls.reject(deal_id, reason))
+
+    def rule(
+        self,
+        deal_id: str,
+        outcome: Literal["release", "refund", "split"],
+        reason: str,
+        seller_share_bps: int | None = None,
+    ) -> Any:
+        """An escrow deal's evaluator: rule on a rejected delivery (a split names the
+        seller's share in basis points)."""
+        return self._run(calls.rule(deal_id, outcome, seller_share_bps, reason))
 
     def rate(self, deal_id: str, score: int, delivered: bool | None = None) -> Any:
         return self._run(calls.rate(deal_id, score, delivered))

@@ -186,7 +186,7 @@ def create_app(settings: Settings | None = None, *, run_jobs: bool | None = None
     app.state.context = context = build_context(settings, db, metrics=metrics)
     if metrics:
         app.request_observers = (metrics.observe_request,)
-    install_handlers(app, settings)
+    install_handlers(app, settings, on_unavailable=metrics.count_unavailable if metrics else None)
     routers = ((metrics_router,) if metrics else ()) + ROUTERS
     # The speed layer (BROKER_PLANNED_ROUTES): routes flat, matched by index, with planned
     # handlers; off, FastAPI matches and serves them itself, with the same answers.

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from datetime import timedelta
 
 import httpx
 import psycopg
@@ -18,9 +21,11 @@ from psycopg import errors
 from sqlalchemy import exc as sa_exc
 from sqlalchemy import text
 
+from agent_broker import clock
 from agent_broker.db import outages
 from agent_broker.db.session import ReadSession, WriteSession
 from agent_broker.ledger.audit import audit
+from agent_broker.meta.reachability import Reachability
 from tests.support.accounts import balance, fund, register
 from tests.support.http import assert_problem, new_key, serving
 from tests.support.market import FEE, listing_count, post
@@ -259,3 +264,75 @@ def test_every_connection_killed_under_load_costs_no_500(make_app, database_url)
         assert audit(app.state.context.db.engine).found.problem_count == 0
         unavailable = _metric(client, outages.DATABASE_UNREACHABLE)
         assert unavailable == statuses.count(503)
+
+
+# --- what operators see ------------------------------------------------------------------
+
+# Nothing listens on port 1 of the loopback: every connection is refused at once.
+_REFUSED_REDIS = "redis://127.0.0.1:1/0"
+
+
+@contextmanager
+def _database_refused(app) -> Iterator[None]:  # noqa: ANN001
+    """Every new checkout from the app's pool refused, as by a server that is down."""
+    pool = app.state.context.db.engine.pool
+    real = pool.connect
+
+    def refused():  # noqa: ANN202
+        raise psycopg.OperationalError("connection failed: Connection refused")
+
+    pool.connect = refused
+    app.state.context.part(Reachability)._found = None  # probe again, not from memory
+    try:
+        yield
+    finally:
+        pool.connect = real
+
+
+def test_health_and_status_say_everything_is_reachable(app, client):
+    health = client.get("/health").json()
+    assert health["status"] == "ok"
+    assert health["database"] == "reachable"
+    assert health["redis"] == "not_configured"
+    status = client.get("/status.json").json()
+    assert status["dependencies"] == {"database": "reachable", "redis": "not_configured"}
+
+
+def test_health_and_status_say_what_is_out_of_reach(make_app):
+    """A worker whose database and Redis both refuse it: /health still answers 200 and
+    says so, /status.json answers from no samples, and a request answers 503, counted."""
+    app = make_app(redis_url=_REFUSED_REDIS, metrics_enabled=True)
+    with TestClient(app, raise_server_exceptions=False) as client:
+        agent = register(client)
+        with _database_refused(app):
+            answer = client.get("/health")
+            assert answer.status_code == 200
+            assert answer.json()["status"] == "degraded"
+            assert answer.json()["database"] == "unreachable"
+            assert answer.json()["redis"] == "unreachable"
+            status = client.get("/status.json")
+            assert status.status_code == 200, status.text
+            assert status.json()["dependencies"] == {
+                "database": "unreachable",
+                "redis": "unreachable",
+            }
+            assert status.json()["components"][0]["state"] == "no_data"
+            refused = client.get("/v1/account", headers=agent.headers)
+            assert_problem(refused, 503, "internal_error")
+            assert refused.headers["Retry-After"] == "2"
+            assert _metric(client, outages.DATABASE_UNREACHABLE) == 1
+        app.state.context.part(Reachability)._found = None
+        assert client.get("/health").json()["database"] == "reachable"
+        assert client.get("/v1/account", headers=agent.headers).status_code == 200
+
+
+def test_status_serves_its_last_document_while_the_database_is_out_of_reach(app, client):
+    first = client.get("/status.json").json()
+    with _database_refused(app), clock.travel(timedelta(minutes=1)):  # past its cache
+        answer = client.get("/status.json")
+    assert answer.status_code == 200, answer.text
+    body = answer.json()
+    assert body["dependencies"]["database"] == "unreachable"
+    assert {k: v for k, v in body.items() if k != "dependencies"} == {
+        k: v for k, v in first.items() if k != "dependencies"
+    }

@@ -1,6 +1,6 @@
 """Database failures that pass: which errors mean the database is out of reach or did not
 answer in time, so that a request answers 503 with a Retry-After instead of 500
-(docs/interface.md §3, docs/operators/outages.md), and which of them may be retried.
+(docs/interface.md §3, docs/decisions/outages.md), and which of them may be retried.
 
 Two causes, as the metrics count them:
 - `database_timeout`: a wait ran out (agent_broker.db.timeouts), or SQLite's busy timeout

@@ -46,8 +46,8 @@ _READS = frozenset({"GET", "HEAD"})
 def _may_run_again(request: Request, opened: RequestTransactions, error: BaseException) -> bool:
     """A read whose connection the server closed under it runs once more, on a fresh
     connection: it changed nothing. A write never does (its client retries it with its
-    Idempotency-Key), nor a request that opened a write transaction (docs/operators/
-    outages.md)."""
+    Idempotency-Key), nor a request that opened a write transaction
+    (docs/decisions/outages.md)."""
     return (
         request.method in _READS
         and not opened.wrote

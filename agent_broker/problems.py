@@ -175,12 +175,13 @@ class DatabaseTimedOut(Problem):
 
 class DatabaseUnreachable(DatabaseTimedOut):
     """The database refused or lost the request's connection (a restart, a failover, a
-    network cut; agent_broker.db.outages): nothing of the transaction was committed, so a
-    retry is safe. 503 under the generic reason (docs/decisions/outages.md)."""
+    network cut; agent_broker.db.outages). Its transaction was rolled back, unless the
+    connection was lost during the commit itself: either way a retry with the same
+    Idempotency-Key lands once. 503 under the generic reason (docs/decisions/outages.md)."""
 
     default_detail = (
-        "The database is unreachable for the moment; nothing was changed. Retry after the "
-        "indicated delay (with the same Idempotency-Key where the route takes one)."
+        "The database is unreachable for the moment. Retry after the indicated delay, with "
+        "the same Idempotency-Key where the route takes one: the request then lands once."
     )
     # A fast restart of PostgreSQL takes a few seconds.
     RETRY_AFTER_SECONDS = 2

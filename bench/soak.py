@@ -31,6 +31,7 @@ import asyncio
 import json
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -196,6 +197,8 @@ def run_soak(options: SoakOptions) -> SoakReport:
                 finally:
                     figures = stop_sealer(sealing)
                     logged = broker.logged_errors()
+                    if kept := os.environ.get("BENCH_SOAK_KEEP_LOG"):
+                        shutil.copyfile(broker.log_path, kept)  # the service's log, to read
                 report.checks += [checks.sealer(figures), checks.ledger_check(broker)]
         except ServerError as exc:
             raise SoakUnavailable(str(exc)) from None

@@ -146,7 +146,11 @@ class Caller:
             except CONNECTION_FAILURES:
                 self._tally.connection_failures.append((label, time.monotonic()))
             except TimeoutError:
-                self.fail(f"{label}: no answer within {REQUEST_TIMEOUT_S:.0f} s")
+                asked = time.gmtime(time.time() - REQUEST_TIMEOUT_S)
+                self.fail(
+                    f"{label}: no answer within {REQUEST_TIMEOUT_S:.0f} s "
+                    f"(asked at {time.strftime('%H:%M:%S', asked)} UTC)"
+                )
             else:
                 self._tally.answered[(label, response.status)] += 1
                 parsed = _parsed(response.body)

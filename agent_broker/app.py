@@ -54,6 +54,7 @@ from agent_broker.meta.api_docs import router as api_docs_router
 from agent_broker.meta.discovery import llms_txt
 from agent_broker.meta.metrics import Metrics
 from agent_broker.meta.metrics import router as metrics_router
+from agent_broker.meta.reachability import Reachability
 from agent_broker.meta.routes import router as meta_router
 from agent_broker.meta.service import DocumentCache
 from agent_broker.meta.well_known import router as discovery_router
@@ -186,7 +187,7 @@ def create_app(settings: Settings | None = None, *, run_jobs: bool | None = None
     app.state.context = context = build_context(settings, db, metrics=metrics)
     if metrics:
         app.request_observers = (metrics.observe_request,)
-    install_handlers(app, settings)
+    install_handlers(app, settings, on_unavailable=metrics.count_unavailable if metrics else None)
     routers = ((metrics_router,) if metrics else ()) + ROUTERS
     # The speed layer (BROKER_PLANNED_ROUTES): routes flat, matched by index, with planned
     # handlers; off, FastAPI matches and serves them itself, with the same answers.
@@ -219,6 +220,7 @@ def build_context(
             llms_txt(settings, x402_enabled=x402_enabled),
         ),
         DocumentCache(),
+        Reachability(db, settings),
     ]
     if x402 is not None:
         parts += [

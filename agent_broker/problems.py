@@ -3,6 +3,7 @@ and the handlers that render every error as application/problem+json."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from enum import StrEnum
 from http import HTTPStatus
 from typing import Any
@@ -15,7 +16,7 @@ from sqlalchemy.exc import OperationalError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from agent_broker.config import Settings
-from agent_broker.db.timeouts import timed_out
+from agent_broker.db import outages
 
 PROBLEM_MEDIA_TYPE = "application/problem+json"
 log = structlog.get_logger("agent_broker.problems")
@@ -172,6 +173,27 @@ class DatabaseTimedOut(Problem):
         super().__init__(detail, headers={"Retry-After": str(self.RETRY_AFTER_SECONDS)})
 
 
+class DatabaseUnreachable(DatabaseTimedOut):
+    """The database refused or lost the request's connection (a restart, a failover, a
+    network cut; agent_broker.db.outages). Its transaction was rolled back, unless the
+    connection was lost during the commit itself: either way a retry with the same
+    Idempotency-Key lands once. 503 under the generic reason (docs/decisions/outages.md)."""
+
+    default_detail = (
+        "The database is unreachable for the moment. Retry after the indicated delay, with "
+        "the same Idempotency-Key where the route takes one: the request then lands once."
+    )
+    # A fast restart of PostgreSQL takes a few seconds.
+    RETRY_AFTER_SECONDS = 2
+
+
+# What a request answers when the database is out of reach or slow, by cause.
+UNAVAILABLE: dict[str, type[DatabaseTimedOut]] = {
+    outages.DATABASE_TIMEOUT: DatabaseTimedOut,
+    outages.DATABASE_UNREACHABLE: DatabaseUnreachable,
+}
+
+
 def problem_type(base_url: str, reason: str) -> str:
     return f"{base_url.rstrip('/')}/problems/{reason}"
 
@@ -232,8 +254,27 @@ def _validation_detail(exc: RequestValidationError) -> tuple[str, list[dict[str,
     return f"Invalid field '{first['field']}': {first['message']}.", errors
 
 
-def install_handlers(app: FastAPI, settings: Settings) -> None:
+def install_handlers(
+    app: FastAPI, settings: Settings, *, on_unavailable: Callable[[str], None] | None = None
+) -> None:
+    """The problem handlers; `on_unavailable` is told the cause of every 503 a database
+    outage or timeout answers (agent_broker.db.outages: the metrics count them)."""
     base = settings.public_base_url
+
+    def unavailable(request: Request, exc: BaseException, cause: str) -> JSONResponse:
+        err = UNAVAILABLE[cause]()
+        orig = getattr(exc, "orig", None) or exc
+        log.warning(
+            "database_unavailable",
+            path=request.url.path,
+            cause=cause,
+            error_type=type(orig).__name__,
+        )
+        if on_unavailable is not None:
+            on_unavailable(cause)
+        return problem_response(
+            base, err.status, err.reason.value, err.detail, err.extra, err.headers
+        )
 
     @app.exception_handler(Problem)
     async def _problem(request: Request, exc: Problem) -> JSONResponse:
@@ -243,13 +284,10 @@ def install_handlers(app: FastAPI, settings: Settings) -> None:
 
     @app.exception_handler(OperationalError)
     async def _database(request: Request, exc: OperationalError) -> JSONResponse:
-        if not timed_out(exc):
+        cause = outages.cause(exc)
+        if cause is None:
             raise exc  # a server fault: answered 500 by the handler below, and logged
-        err = DatabaseTimedOut()
-        log.warning("database_timed_out", path=request.url.path, error_type=type(exc.orig).__name__)
-        return problem_response(
-            base, err.status, err.reason.value, err.detail, err.extra, err.headers
-        )
+        return unavailable(request, exc, cause)
 
     @app.exception_handler(RequestValidationError)
     async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -273,6 +311,10 @@ def install_handlers(app: FastAPI, settings: Settings) -> None:
 
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+        # An outage met outside a route (a middleware's own database work) is one still.
+        cause = outages.cause(exc)
+        if cause is not None:
+            return unavailable(request, exc, cause)
         log.error("unhandled_exception", path=request.url.path, error_type=type(exc).__name__)
         err = InternalError()
         return problem_response(base, err.status, err.reason.value, err.detail)

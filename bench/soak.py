@@ -1,20 +1,25 @@
 """Soak: the write side of the interface under load while workers are SIGKILLed.
 
     .venv/bin/python -m bench.soak [--seconds N] [--clients 64] [--workers 2] [--kill-every S]
+        [--postgres-outage restart|terminate|none] [--redis-outage pause|none]
 
 Creates a PostgreSQL database with a random name (dropped afterwards), migrates it, and
 serves it with `agent-broker serve --workers N --no-migrate` on a free loopback port, rate
 limits shared in Redis. Each client registers three accounts, completes their profiles,
 has the operator fund them, then runs trading rounds (bench.soak_flow) until the time is
-up, while one worker is killed every S seconds and uvicorn's supervisor replaces it.
-Calls whose connection died are retried, Idempotency-Key calls with the same key; a share
-of completed keyed calls is re-sent during the load and a sample again after it.
+up, while one worker is killed every S seconds and uvicorn's supervisor replaces it,
+PostgreSQL is restarted once and Redis paused once (bench.soak_outages), and the ledger
+sealer runs throughout (bench.soak_sealer). Calls whose connection died or that were
+answered 503 are retried, Idempotency-Key calls with the same key; a share of completed
+keyed calls is re-sent during the load and a sample again after it.
 
-It passes when: no answer had a 5xx status; connections failed only around kills; every
+It passes when: no answer had a 5xx status other than 503, and 503s came only during an
+outage (or just after); connections failed only around kills; every
 kill was followed by a replacement worker; every call answered as the flow expects; every
 re-sent keyed call answered as it did first; every write route in /openapi.json succeeded;
 each wallet's balance and holds, and the fee and operator books, equal the driver's own
-account; and `agent-broker ledger check` exits 0.
+account; the sealer ran throughout with every verdict ok; and `agent-broker ledger
+check` exits 0 over a sealed chain.
 
 Exit status: 0 all checks passed, 1 a check failed, 2 the soak could not run.
 """
@@ -23,8 +28,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import random
+import shutil
+import signal
+import subprocess
 import sys
 import tempfile
 import time
@@ -39,8 +48,9 @@ from bench.soak_accounts import Trader, fund, new_trader
 from bench.soak_flow import trade_round
 from bench.soak_http import Caller, Exchange
 from bench.soak_killer import kill_workers
+from bench.soak_outages import POSTGRES_OUTAGES, REDIS_OUTAGES, cause_outages
 from bench.soak_report import SoakReport
-from bench.soak_server import Broker, ServerError, postgres_database, running_broker
+from bench.soak_server import ROOT, Broker, ServerError, postgres_database, running_broker
 
 DEFAULT_POSTGRES = "postgresql://postgres@127.0.0.1:5432/postgres"
 DEFAULT_REDIS = "redis://127.0.0.1:6379/14"
@@ -56,6 +66,9 @@ class SoakOptions:
     clients: int = 64
     workers: int = 2
     kill_every: float = 5.0
+    postgres_outage: str = "restart"  # bench.soak_outages.POSTGRES_OUTAGES
+    redis_outage: str = "pause"  # bench.soak_outages.REDIS_OUTAGES
+    sealer_every: float = 0.5  # seconds between the sealer's runs
     replay_fraction: float = 0.2  # of completed keyed calls, re-sent at once
     final_replays: int = 200  # completed keyed calls re-sent after the load
     postgres_dsn: str = os.environ.get("BENCH_POSTGRES_DSN", DEFAULT_POSTGRES)
@@ -82,6 +95,14 @@ async def _load(options: SoakOptions, broker: Broker, database_url: str) -> Soak
 
     await asyncio.gather(
         kill_workers(broker, options.kill_every, deadline, report.kills),
+        cause_outages(
+            options.postgres_outage,
+            options.redis_outage,
+            database_url,
+            options.redis_url,
+            options.seconds,
+            report.outages,
+        ),
         *(keep_trading(trader) for trader in report.traders),
     )
     report.load_seconds = time.monotonic() - started
@@ -97,6 +118,7 @@ async def _load(options: SoakOptions, broker: Broker, database_url: str) -> Soak
     wanted_kills = max(1, int(options.seconds / options.kill_every / 2))
     report.checks = [
         checks.server_errors(report.tally),
+        checks.unavailable(report.tally, report.outages),
         checks.connection_failures(report.tally, report.kills),
         checks.restarts(report.kills, broker, wanted_kills),
         checks.requests(report.tally),
@@ -104,7 +126,6 @@ async def _load(options: SoakOptions, broker: Broker, database_url: str) -> Soak
         checks.coverage(openapi, report.tally),
         await checks.balances(caller, accounts),
         checks.fee_books(database_url, accounts),
-        checks.ledger_check(broker),
     ]
     return report
 
@@ -112,6 +133,32 @@ async def _load(options: SoakOptions, broker: Broker, database_url: str) -> Soak
 async def _replay_all(caller: Caller, exchanges: list[Exchange]) -> None:
     for exchange in exchanges:
         await caller.replay(exchange)
+
+
+def start_sealer(broker: Broker, every_s: float) -> subprocess.Popen[str]:
+    """The sealer loop (bench.soak_sealer) in a process of its own, on the service's
+    database and settings."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "bench.soak_sealer", str(every_s)],
+        env=broker.env,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+
+
+def stop_sealer(sealing: subprocess.Popen[str]) -> dict | None:
+    """Stop the sealer loop; its figures, or None if it printed none."""
+    sealing.send_signal(signal.SIGTERM)
+    try:
+        out, _ = sealing.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        sealing.kill()
+        return None
+    try:
+        return json.loads(out.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        return None
 
 
 def postgres_problem(dsn: str) -> str | None:
@@ -144,10 +191,15 @@ def run_soak(options: SoakOptions) -> SoakReport:
             with running_broker(
                 Path(tmp), database_url, options.redis_url, options.workers
             ) as broker:
+                sealing = start_sealer(broker, options.sealer_every)
                 try:
                     report = asyncio.run(_load(options, broker, database_url))
                 finally:
+                    figures = stop_sealer(sealing)
                     logged = broker.logged_errors()
+                    if kept := os.environ.get("BENCH_SOAK_KEEP_LOG"):
+                        shutil.copyfile(broker.log_path, kept)  # the service's log, to read
+                report.checks += [checks.sealer(figures), checks.ledger_check(broker)]
         except ServerError as exc:
             raise SoakUnavailable(str(exc)) from None
     report.server_errors = logged
@@ -162,13 +214,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--clients", type=int, default=SoakOptions.clients)
     parser.add_argument("--workers", type=int, default=SoakOptions.workers)
     parser.add_argument("--kill-every", type=float, default=SoakOptions.kill_every)
+    parser.add_argument(
+        "--postgres-outage", choices=POSTGRES_OUTAGES, default=SoakOptions.postgres_outage
+    )
+    parser.add_argument("--redis-outage", choices=REDIS_OUTAGES, default=SoakOptions.redis_outage)
     args = parser.parse_args(argv)
     if min(args.seconds, args.clients, args.kill_every) <= 0:
         parser.error("--seconds, --clients and --kill-every must be positive")
     if args.workers < 2:
         # One worker is served by the serve process itself: no supervisor to replace it.
         parser.error("--workers must be at least 2")
-    options = SoakOptions(args.seconds, args.clients, args.workers, args.kill_every)
+    options = SoakOptions(
+        args.seconds,
+        args.clients,
+        args.workers,
+        args.kill_every,
+        postgres_outage=args.postgres_outage,
+        redis_outage=args.redis_outage,
+    )
     try:
         report = run_soak(options)
     except SoakUnavailable as exc:

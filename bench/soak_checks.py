@@ -14,6 +14,7 @@ from bench.soak_accounts import Account
 from bench.soak_flow import DRIVEN_ELSEWHERE, WRITE_ROUTES
 from bench.soak_http import Caller, Tally
 from bench.soak_killer import KillLog
+from bench.soak_outages import OutageLog
 from bench.soak_server import Broker
 
 # A killed worker's connections fail when it dies; the client may notice a little later.
@@ -52,7 +53,39 @@ def coverage(openapi: dict[str, Any], tally: Tally) -> Check:
 
 def server_errors(tally: Tally) -> Check:
     count = tally.server_errors()
-    return Check("no 5xx", count == 0, f"{count} answers with status >= 500")
+    return Check("no 5xx but 503", count == 0, f"{count} answers with status >= 500, not 503")
+
+
+def unavailable(tally: Tally, outages: OutageLog) -> Check:
+    """503s only inside the outages' windows; each outage happened as planned."""
+    stray = [route for route, when in tally.unavailable if not outages.within(when)]
+    windows = ", ".join(
+        f"{o.kind} {o.ended - o.started:.1f} s ({o.detail})" for o in outages.outages
+    )
+    detail = (
+        f"{len(tally.unavailable)} answers of 503, all retried; "
+        f"{tally.unavailable_writes_landed} writes landed on their retry; outages: "
+        f"{windows or 'none'}"
+    )
+    if stray:
+        detail += f"; {len(stray)} 503s outside an outage: {stray[:5]}"
+    if outages.failures:
+        detail += "; " + " | ".join(outages.failures)
+    return Check("503 only during outages", not stray and not outages.failures, detail)
+
+
+def sealer(figures: dict[str, Any] | None) -> Check:
+    """The ledger sealer ran throughout the load, each run's verdict ok."""
+    if figures is None:
+        return Check("sealer ran throughout", False, "the sealer printed nothing")
+    passed = figures["runs"] > 0 and figures["error"] is None and figures["verdict"] == "ok"
+    detail = (
+        f"{figures['runs']} runs, {figures['outage_runs']} met an outage, "
+        f"last verdict {figures['verdict']}"
+    )
+    if figures["error"]:
+        detail += f"; ended by {figures['error']}"
+    return Check("sealer ran throughout", passed, detail)
 
 
 def connection_failures(tally: Tally, kills: KillLog) -> Check:
@@ -155,6 +188,12 @@ def fee_books(database_url: str, accounts: list[Account]) -> Check:
 
 
 def ledger_check(broker: Broker) -> Check:
+    """`ledger check` exits 0 over a chain the sealer extended: not "nothing sealed"."""
     result = broker.cli("ledger", "check")
     lines = (result.stdout + result.stderr).strip().splitlines()
-    return Check("agent-broker ledger check", result.returncode == 0, " | ".join(lines[-5:]))
+    sealed = "nothing sealed" not in result.stdout
+    return Check(
+        "agent-broker ledger check, chain sealed",
+        result.returncode == 0 and sealed,
+        " | ".join(lines[-5:]),
+    )

@@ -1,6 +1,8 @@
 """Requests under fire: each call is retried when its connection fails (the worker holding
-it was killed), every answer is tallied per route, and answers to Idempotency-Key calls
-are kept so that re-sending them can be checked against what came first."""
+it was killed) or when it is answered 503 (a database outage: after its Retry-After, with
+the same Idempotency-Key, as a client would); every answer is tallied per route, and
+answers to Idempotency-Key calls are kept so that re-sending them can be checked against
+what came first."""
 
 from __future__ import annotations
 
@@ -19,6 +21,8 @@ from bench.wire import Client
 CONNECTION_FAILURES = (ConnectionError, asyncio.IncompleteReadError)
 MAX_ATTEMPTS = 12
 RETRY_PAUSE_S = 0.1  # times the attempt number
+UNAVAILABLE = 503
+RETRY_AFTER_CAP_S = 3.0  # a 503's Retry-After is waited for, up to this
 REQUEST_TIMEOUT_S = 60.0
 
 
@@ -49,6 +53,9 @@ class Exchange:
 class Tally:
     answered: Counter[tuple[str, int]] = field(default_factory=Counter)  # (route, status)
     connection_failures: list[tuple[str, float]] = field(default_factory=list)  # (route, when)
+    unavailable: list[tuple[str, float]] = field(default_factory=list)  # 503s: (route, when)
+    # Writes that were answered 503 and then, retried with the same key, succeeded.
+    unavailable_writes_landed: int = 0
     problems: list[str] = field(default_factory=list)  # anything that fails the soak
     exchanges: list[Exchange] = field(default_factory=list)
     replays: int = 0
@@ -57,7 +64,10 @@ class Tally:
         return sum(n for (r, status), n in self.answered.items() if r == route and status < 300)
 
     def server_errors(self) -> int:
-        return sum(n for (_, status), n in self.answered.items() if status >= 500)
+        """Answers of 5xx other than 503 (which is judged against the outages)."""
+        return sum(
+            n for (_, status), n in self.answered.items() if status >= 500 and status != UNAVAILABLE
+        )
 
 
 def _parsed(raw: bytes) -> Any:
@@ -128,21 +138,36 @@ class Caller:
         self, method: str, route: str, path: str, headers: Mapping[str, str], body: Any
     ) -> Answer:
         label = f"{method} {route}"
+        unavailable = False
         for attempt in range(1, MAX_ATTEMPTS + 1):
+            pause = RETRY_PAUSE_S * attempt
             try:
                 response = await self._client.request(method, path, headers=headers, json_body=body)
             except CONNECTION_FAILURES:
                 self._tally.connection_failures.append((label, time.monotonic()))
             except TimeoutError:
-                self.fail(f"{label}: no answer within {REQUEST_TIMEOUT_S:.0f} s")
+                asked = time.gmtime(time.time() - REQUEST_TIMEOUT_S)
+                self.fail(
+                    f"{label}: no answer within {REQUEST_TIMEOUT_S:.0f} s "
+                    f"(asked at {time.strftime('%H:%M:%S', asked)} UTC)"
+                )
             else:
                 self._tally.answered[(label, response.status)] += 1
                 parsed = _parsed(response.body)
-                if response.status >= 500:
-                    request_id = response.headers.get("x-request-id", "-")
-                    self.fail(f"{label} answered {response.status} ({request_id}): {parsed!r}")
-                return Answer(response.status, parsed, retried=attempt > 1)
-            await asyncio.sleep(RETRY_PAUSE_S * attempt)
+                if response.status == UNAVAILABLE and "retry-after" in response.headers:
+                    # A passing outage (judged against the outages' windows): retried as
+                    # the client is told to, after Retry-After, the same key with it.
+                    self._tally.unavailable.append((label, time.monotonic()))
+                    unavailable = True
+                    pause = min(float(response.headers["retry-after"]), RETRY_AFTER_CAP_S)
+                else:
+                    if response.status >= 500:
+                        request_id = response.headers.get("x-request-id", "-")
+                        self.fail(f"{label} answered {response.status} ({request_id}): {parsed!r}")
+                    elif unavailable and method != "GET" and response.status < 300:
+                        self._tally.unavailable_writes_landed += 1
+                    return Answer(response.status, parsed, retried=attempt > 1)
+            await asyncio.sleep(pause)
         self.fail(f"{label}: no answer in {MAX_ATTEMPTS} attempts")
         return Answer(0, None, retried=True)
 

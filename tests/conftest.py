@@ -119,7 +119,13 @@ def pg_empty(pg_database: str) -> Iterator[Callable[[], None]]:
     def empty() -> None:
         if not held or held[0].closed or held[0].broken:
             held[:] = [psycopg.connect(dsn, autocommit=True)]
-        held[0].execute(_EMPTY)
+        try:
+            held[0].execute(_EMPTY)
+        except psycopg.OperationalError:
+            # A test terminated the database's server processes, this one's too
+            # (tests/test_outages.py): a fresh connection.
+            held[:] = [psycopg.connect(dsn, autocommit=True)]
+            held[0].execute(_EMPTY)
 
     yield empty
     for conn in held:

@@ -35,6 +35,7 @@ from sqlalchemy.pool import PoolProxiedConnection
 from agent_broker.db import libpq
 from agent_broker.db import sqlalchemy_internals as internals
 from agent_broker.db.group_commit import GroupCommit
+from agent_broker.db.outages import CONNECT
 
 
 def as_sqlalchemy_error(dialect: Any, statement: str, error: Exception) -> sa_exc.DBAPIError:
@@ -114,7 +115,8 @@ class LightSession(Session):
                 self._begun = True
                 self._asked = self._listeners_ask()
         except self.dialect.loaded_dbapi.Error as error:
-            raise as_sqlalchemy_error(self.dialect, self._begin_sql or "connect", error) from error
+            statement = self._begin_sql if self._pooled is not None else CONNECT
+            raise as_sqlalchemy_error(self.dialect, statement or CONNECT, error) from error
         return dbapi_connection
 
     def send_queued(self) -> None:

@@ -92,17 +92,21 @@ class RequestTransactions:
     Plain dependencies rather than ones with yield: FastAPI's exit machinery for those cost
     more per request than the transaction itself (make bench)."""
 
-    __slots__ = ("db", "_open")
+    __slots__ = ("db", "_open", "wrote")
 
     def __init__(self, db: Database) -> None:
         self.db = db
         self._open: list[tuple[bool, Session, AbstractAsyncContextManager[Session]]] = []
+        # Whether a write transaction was opened: a request that opened one is never run
+        # again by the server (agent_broker.http.routing).
+        self.wrote = False
 
     async def session(self, *, write: bool) -> Session:
         for writes, session, _ in self._open:
             if writes is write:
                 return session
         manager = transaction(self.db, write=write)
+        self.wrote = self.wrote or write
         session = await manager.__aenter__()
         self._open.append((write, session, manager))
         return session

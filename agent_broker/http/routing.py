@@ -19,6 +19,7 @@ from fastapi.routing import APIRoute
 from starlette.routing import BaseRoute, Host, Match
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from agent_broker.db import outages
 from agent_broker.db.session import TRANSACTIONS, RequestTransactions
 from agent_broker.http.context import context_of
 from agent_broker.http.fastapi_internals import Dependant, included_router
@@ -36,6 +37,22 @@ def _asks_for_a_session(dependant: Dependant) -> bool:
     return any(
         getattr(sub.call, "opens_request_session", False) or _asks_for_a_session(sub)
         for sub in dependant.dependencies
+    )
+
+
+_READS = frozenset({"GET", "HEAD"})
+
+
+def _may_run_again(request: Request, opened: RequestTransactions, error: BaseException) -> bool:
+    """A read whose connection the server closed under it runs once more, on a fresh
+    connection: it changed nothing. A write never does (its client retries it with its
+    Idempotency-Key), nor a request that opened a write transaction
+    (docs/decisions/outages.md)."""
+    return (
+        request.method in _READS
+        and not opened.wrote
+        and isinstance(error, Exception)
+        and outages.lost(error)
     )
 
 
@@ -73,14 +90,19 @@ class BrokerRoute(APIRoute):
             return handler
 
         async def in_request_transactions(request: Request) -> Response:
-            opened = request.scope[TRANSACTIONS] = RequestTransactions(context_of(request).db)
-            try:
-                response = await handler(request)
-            except BaseException as error:
-                await opened.end(error)
-                raise
-            await opened.end(None)
-            return response
+            db = context_of(request).db
+            retried = False
+            while True:
+                opened = request.scope[TRANSACTIONS] = RequestTransactions(db)
+                try:
+                    response = await handler(request)
+                    await opened.end(None)
+                    return response
+                except BaseException as error:
+                    await opened.end(error)
+                    if retried or not _may_run_again(request, opened, error):
+                        raise
+                    retried = True
 
         return in_request_transactions
 

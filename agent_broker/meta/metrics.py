@@ -17,7 +17,10 @@ Series:
   the database when scraped, through the verdict source the app passes in.
 - broker_fees_captured_micro_usd_total{kind}: micro-USD paid into the fee book, by journal
   entry kind (listing_fee, deal_fee). Counted when the transaction that journalled the
-  fee commits: the ledger publishes fees then (agent_broker.ledger.events)."""
+  fee commits: the ledger publishes fees then (agent_broker.ledger.events).
+- broker_http_unavailable_total{cause}: requests answered 503 because the database was
+  out of reach (database_unreachable: a connection refused or lost) or did not answer in
+  time (database_timeout); agent_broker.db.outages."""
 
 from __future__ import annotations
 
@@ -31,6 +34,7 @@ from prometheus_client.registry import Collector
 from sqlalchemy.orm import Session, sessionmaker
 
 from agent_broker.db.engine import Database
+from agent_broker.db.outages import CAUSES
 from agent_broker.http.context import context_of
 from agent_broker.http.routing import broker_router
 from agent_broker.ledger.events import on_fees_committed
@@ -102,12 +106,23 @@ class Metrics:
             ["kind"],
             registry=self.registry,
         )
+        self.unavailable = Counter(
+            "broker_http_unavailable",
+            "Requests answered 503 for a database outage or timeout, by cause.",
+            ["cause"],
+            registry=self.registry,
+        )
+        for cause in CAUSES:  # each cause's series exists from the start, at zero
+            self.unavailable.labels(cause)
         if verdict_source is not None:
             self.registry.register(_VerdictCollector(db, verdict_source))
 
     def observe_request(self, method: str, route: str, status: int, seconds: float) -> None:
         self.http_requests.labels(method, route, str(status)).inc()
         self.http_latency.labels(method, route).observe(seconds)
+
+    def count_unavailable(self, cause: str) -> None:
+        self.unavailable.labels(cause).inc()
 
     def job_finished(self, job: str, outcome: str, seconds: float) -> None:
         self.job_runs.labels(job, outcome).inc()

@@ -3,13 +3,15 @@ from __future__ import annotations
 from fastapi import Request, Response
 
 from agent_broker import RELEASE_TAG, clock
-from agent_broker.db.dispatch import db_bound
-from agent_broker.db.session import ReadSession
+from agent_broker.db import outages
+from agent_broker.db.dispatch import db_bound, run
+from agent_broker.db.session import ReadSession, transaction
 from agent_broker.http.context import context_of
 from agent_broker.http.responses import problems
 from agent_broker.http.routing import broker_router
 from agent_broker.meta import a2a, service
 from agent_broker.meta.build import fingerprint
+from agent_broker.meta.reachability import Reachability
 from agent_broker.meta.schemas import Health, JsonRpcResponse, Stats, Status, Version
 
 router = broker_router(tags=["meta"])
@@ -21,8 +23,10 @@ def _cache(request: Request) -> service.DocumentCache:
 
 @router.get("/health", response_model=Health)
 @router.get("/a2a/health", response_model=Health, summary="Health, beside the A2A endpoint")
-async def health() -> dict:
-    return {"status": "ok", "build": fingerprint()}
+async def health(request: Request) -> dict:
+    reach = await context_of(request).part(Reachability).now()
+    degraded = "unreachable" in reach.values()
+    return {"status": "degraded" if degraded else "ok", "build": fingerprint(), **reach}
 
 
 @router.post(
@@ -52,9 +56,21 @@ async def version() -> dict:
     response_model=Status,
     summary="30-day uptime history and incidents, from the service's own health samples",
 )
-@db_bound
-def status(request: Request, session: ReadSession) -> dict:
-    return service.status(session, context_of(request).settings, _cache(request), now=clock.now())
+async def status(request: Request) -> dict:
+    context = context_of(request)
+    reach = await context.part(Reachability).now()
+    now = clock.now()
+    try:
+        async with transaction(context.db, write=False) as session:
+            document = await run(
+                session, service.status, session, context.settings, _cache(request), now=now
+            )
+    except Exception as exc:
+        if outages.cause(exc) is None:
+            raise
+        # The samples cannot be read: the page still says what is out of reach.
+        document = service.last_status(context.settings, _cache(request), now=now)
+    return {**document, "dependencies": reach}
 
 
 @router.get(

@@ -13,10 +13,28 @@ ComponentState = Literal[
 ]
 
 
+Reach = Literal["reachable", "unreachable"]
+
+
+class Dependencies(BaseModel):
+    database: Reach = Field(description="whether this worker reaches the database now")
+    redis: Literal["reachable", "unreachable", "not_configured"] = Field(
+        description="the shared rate-limit store; not_configured without BROKER_REDIS_URL "
+        "(rate limits fail open while it is unreachable)"
+    )
+
+
 class Health(BaseModel):
-    status: Literal["ok"]
+    status: Literal["ok", "degraded"] = Field(
+        description="degraded while the database or Redis is unreachable; the answer is "
+        "200 either way: the process itself is alive"
+    )
     build: str = Field(
         pattern="^[0-9a-f]{12}$", description="12-hex build fingerprint; not a version"
+    )
+    database: Reach = Field(description="whether this worker reaches the database now")
+    redis: Literal["reachable", "unreachable", "not_configured"] = Field(
+        description="the shared rate-limit store; not_configured without BROKER_REDIS_URL"
     )
 
 
@@ -70,6 +88,10 @@ class Status(BaseModel):
     status: StatusIndicator
     components: list[StatusComponent]
     incidents: list[StatusIncident] = Field(description="within the 30 days, newest first")
+    dependencies: Dependencies = Field(
+        description="reachability now, as this worker sees it; while the database is "
+        "unreachable the rest of the document is the last one computed (or no_data)"
+    )
 
 
 class SideCounts(BaseModel):

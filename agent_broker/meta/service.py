@@ -23,6 +23,12 @@ class DocumentCache:
         self._lock = threading.Lock()
         self._entries: dict[str, tuple[datetime, dict]] = {}
 
+    def last(self, name: str) -> dict | None:
+        """The document last computed, however old."""
+        with self._lock:
+            entry = self._entries.get(name)
+        return entry[1] if entry is not None else None
+
     def get(self, name: str, ttl: timedelta, now: datetime, compute: Callable[[], dict]) -> dict:
         with self._lock:
             entry = self._entries.get(name)
@@ -40,6 +46,14 @@ def status(session: Session, settings: Settings, cache: DocumentCache, *, now: d
         STATUS_TTL,
         now,
         lambda: status_document(session, public_base_url=settings.public_base_url, now=now),
+    )
+
+
+def last_status(settings: Settings, cache: DocumentCache, *, now: datetime) -> dict:
+    """/status.json while its samples cannot be read: the last document computed, or one
+    with no samples (state no_data) if there is none."""
+    return cache.last("status") or status_document(
+        None, public_base_url=settings.public_base_url, now=now
     )
 
 

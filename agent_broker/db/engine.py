@@ -126,11 +126,18 @@ def _refuse_closed_by_server(dbapi_connection: Any, _record: Any, _proxy: Any) -
         raise sa_exc.InvalidatePoolError("the server closed this pooled connection")
 
 
+CONNECT_TIMEOUT_SECONDS = 5
+
+
 def _postgresql_connect_args(settings: Settings, url: Any, work: Work) -> dict[str, Any]:
     # Hot statements are prepared by agent_broker.db.libpq under names of its own.
     # psycopg's own preparing stays off: after a rollback it deallocates every statement of
     # the session (DEALLOCATE ALL), those names included.
     args: dict[str, Any] = {"prepare_threshold": None}
+    if "connect_timeout" not in url.query:
+        # While the server restarts a request answers 503 rather than wait on a connection
+        # attempt that may never complete (unless the URL sets its own limit).
+        args["connect_timeout"] = CONNECT_TIMEOUT_SECONDS
     limits = limits_ms(settings, work)
     if limits is not None:
         given = url.query.get("options")

@@ -5,16 +5,18 @@
 Creates a PostgreSQL database with a random name (dropped afterwards), migrates it, and
 serves it with `agent-broker serve --workers N --no-migrate` on a free loopback port, rate
 limits shared in Redis. Each client registers three accounts, completes their profiles,
-has the operator fund them, then runs trading rounds (bench.soak_flow) until the time is
-up, while one worker is killed every S seconds and uvicorn's supervisor replaces it.
+has the operator fund them, then runs trading rounds (bench.soak_flow, each followed by
+an escrow deal: bench.soak_escrow) until the time is up, while one worker is killed
+every S seconds and uvicorn's supervisor replaces it.
 Calls whose connection died are retried, Idempotency-Key calls with the same key; a share
 of completed keyed calls is re-sent during the load and a sample again after it.
 
 It passes when: no answer had a 5xx status; connections failed only around kills; every
 kill was followed by a replacement worker; every call answered as the flow expects; every
 re-sent keyed call answered as it did first; every write route in /openapi.json succeeded;
-each wallet's balance and holds, and the fee and operator books, equal the driver's own
-account; and `agent-broker ledger check` exits 0.
+each wallet's balance and holds, and the fee, operator and escrow books, equal the
+driver's own account (the escrow book empty once every escrow settled); and
+`agent-broker ledger check` exits 0.
 
 Exit status: 0 all checks passed, 1 a check failed, 2 the soak could not run.
 """
@@ -36,6 +38,7 @@ import redis
 
 from bench import soak_checks as checks
 from bench.soak_accounts import Trader, fund, new_trader
+from bench.soak_escrow import escrow_round
 from bench.soak_flow import trade_round
 from bench.soak_http import Caller, Exchange
 from bench.soak_killer import kill_workers
@@ -79,6 +82,7 @@ async def _load(options: SoakOptions, broker: Broker, database_url: str) -> Soak
     async def keep_trading(trader: Trader) -> None:
         while time.monotonic() < deadline:
             await trade_round(caller, trader)
+            await escrow_round(caller, trader)
 
     await asyncio.gather(
         kill_workers(broker, options.kill_every, deadline, report.kills),

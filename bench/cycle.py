@@ -2,9 +2,10 @@
 finalize (five requests). The escrow cycle posts an escrow listing instead (the buyer's
 price is held when the thread opens and moves into escrow at the seal), then the seller
 delivers and the buyer accepts, which pays the seller (seven requests); an escrow deal
-counts once its escrow is released. Each trading pair (two funded traders with complete profiles)
-runs cycles back to back, each trader on its own keep-alive connection, as an agent would
-hold one; the figure is sealed deals per second over the measured window, after a warm-up.
+counts once its escrow is released. Each trading pair (two funded traders with complete
+profiles) runs cycles back to back, each trader on its own keep-alive connection, as an
+agent would hold one; the figure is deals per second over the measured window, after a
+warm-up.
 
 A cycle fails at the first refusal; failures are counted by step and status over the whole
 run (warm-up included), 5xx apart from other refusals: a deadlock on PostgreSQL shows up

@@ -74,6 +74,24 @@ class EventsLogComparison:
     def per_second_without(self) -> float:
         return self._rate(self.without_log)
 
+    @staticmethod
+    def _cpu_ms_per_deal(results: list[CycleResult]) -> float | None:
+        """The server's CPU per deal: on a busy machine it holds better than the rates,
+        which follow the CPU the server is given."""
+        measured = [r for r in results if r.server_cores is not None and r.deals]
+        if not measured:
+            return None
+        cpu_s = sum(r.server_cores * r.seconds for r in measured)  # type: ignore[operator]
+        return cpu_s / sum(r.deals for r in measured) * 1000
+
+    @property
+    def cpu_ms_with(self) -> float | None:
+        return self._cpu_ms_per_deal(self.with_log)
+
+    @property
+    def cpu_ms_without(self) -> float | None:
+        return self._cpu_ms_per_deal(self.without_log)
+
     @property
     def ratio(self) -> float:
         base = self.per_second_without
@@ -101,6 +119,8 @@ class EventsLogComparison:
             "p99_ms_without_log": _round(self._p99_ms(self.without_log)),
             "ratio": round(self.ratio, 3),
             "target_ratio": TARGET_RATIO,
+            "server_cpu_ms_per_deal_with_log": _round(self.cpu_ms_with),
+            "server_cpu_ms_per_deal_without_log": _round(self.cpu_ms_without),
             "log_rows_per_round": [list(r) for r in self.rows],
             "failed_cycles": self.failed,
         }
@@ -112,7 +132,8 @@ class EventsLogComparison:
             f"events log (sqlite): {self.per_second_with:.1f} sealed deals/s with the log "
             f"(p99 {_ms(self._p99_ms(self.with_log))}) vs {self.per_second_without:.1f} "
             f"without (p99 {_ms(self._p99_ms(self.without_log))}): ratio {self.ratio:.2f} "
-            f"(target >= {TARGET_RATIO:.2f}); log rows written per round with/without: "
+            f"(target >= {TARGET_RATIO:.2f}); server CPU {_ms(self.cpu_ms_with)} vs "
+            f"{_ms(self.cpu_ms_without)} a deal; log rows written per round with/without: "
             f"{rows}{switched}; {self.failed} failed cycles"
         )
 

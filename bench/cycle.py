@@ -1,7 +1,11 @@
 """The full deal cycle under load: post a listing, open a thread, counter-offer, reply,
-finalize (five requests). Each trading pair (two funded traders with complete profiles)
-runs cycles back to back, each trader on its own keep-alive connection, as an agent would
-hold one; the figure is sealed deals per second over the measured window, after a warm-up.
+finalize (five requests). The escrow cycle posts an escrow listing instead (the buyer's
+price is held when the thread opens and moves into escrow at the seal), then the seller
+delivers and the buyer accepts, which pays the seller (seven requests); an escrow deal
+counts once its escrow is released. Each trading pair (two funded traders with complete
+profiles) runs cycles back to back, each trader on its own keep-alive connection, as an
+agent would hold one; the figure is deals per second over the measured window, after a
+warm-up.
 
 A cycle fails at the first refusal; failures are counted by step and status over the whole
 run (warm-up included), 5xx apart from other refusals: a deadlock on PostgreSQL shows up
@@ -24,14 +28,24 @@ from bench.server import Server, running_cli, running_server
 from bench.throughput import NO_RESPONSE
 from bench.wire import Connection
 
-STEPS = (
-    # (name, path, who, idempotent, body)
-    ("post", "/v1/listings", "seller", True, LISTING),
+# (name, path, who, idempotent, body)
+Step = tuple[str, str, str, bool, Any]
+NEGOTIATION: tuple[Step, ...] = (
     ("open", "/v1/listings/{listing}/threads", "buyer", True, {"diff": "2 days, $2.50"}),
     ("counter", "/v1/threads/{thread}/offers", "seller", False, {"diff": "3 days, $2.50"}),
     ("reply", "/v1/threads/{thread}/offers", "buyer", False, {"diff": "agreed: 3 days"}),
     ("finalize", "/v1/threads/{thread}/finalize", "seller", True, None),
 )
+STEPS: tuple[Step, ...] = (("post", "/v1/listings", "seller", True, LISTING), *NEGOTIATION)
+# The operator evaluates (no evaluator named); the deadlines are the defaults.
+ESCROW_LISTING = {**LISTING, "settlement": "escrow"}
+ESCROW_STEPS: tuple[Step, ...] = (
+    ("post", "/v1/listings", "seller", True, ESCROW_LISTING),
+    *NEGOTIATION,
+    ("deliver", "/v1/deals/{deal}/delivery", "seller", True, {"note": "delivered as agreed"}),
+    ("accept", "/v1/deals/{deal}/acceptance", "buyer", True, None),
+)
+CYCLES = {"direct": STEPS, "escrow": ESCROW_STEPS}
 
 
 def percentile_ms(latencies_s: Sequence[float], q: float) -> float | None:
@@ -47,6 +61,7 @@ class CycleResult:
     backend: str  # "sqlite" or "postgresql"
     workers: int
     pairs: int
+    cycle: str = "direct"  # a key of CYCLES
     deals: int = 0  # sealed in the measured window
     seconds: float = 0.0  # the measured window
     latencies_s: list[float] = field(default_factory=list)  # per deal in the window
@@ -59,7 +74,12 @@ class CycleResult:
     @property
     def label(self) -> str:
         workers = f"{self.workers} worker" + ("s" if self.workers > 1 else "")
-        return f"{self.backend}, {workers}, {self.pairs} pairs"
+        kind = "" if self.cycle == "direct" else f"{self.cycle}, "
+        return f"{kind}{self.backend}, {workers}, {self.pairs} pairs"
+
+    @property
+    def requests_per_deal(self) -> int:
+        return len(CYCLES[self.cycle])
 
     @property
     def per_second(self) -> float:
@@ -80,16 +100,24 @@ class CycleResult:
     def summary(self) -> str:
         refusals = ", ".join(f"{key} x{n}" for key, n in sorted(self.failures.items()))
         return (
-            f"deal cycle ({self.label}): {self.per_second:.1f} sealed deals/s; "
+            f"deal cycle ({self.label}): {self.per_second:.1f} {self.done} deals/s; "
             f"p50 {_ms(self.percentile_ms(0.5))}, p99 {_ms(self.percentile_ms(0.99))} per deal "
-            f"(5 requests); cpu server/driver {_pct(self.server_cores)}/{_pct(self.driver_cores)}"
+            f"({self.requests_per_deal} requests); cpu server/driver "
+            f"{_pct(self.server_cores)}/{_pct(self.driver_cores)}"
             f"; {self.failed} failed cycles ({self.server_errors} with a 5xx)"
             + (f": {refusals}" if refusals else "")
         )
 
+    @property
+    def done(self) -> str:
+        """What a counted deal has been through."""
+        return "released" if self.cycle == "escrow" else "sealed"
+
     def as_json(self) -> dict[str, Any]:
         return {
             "backend": self.backend,
+            "cycle": self.cycle,
+            "requests_per_deal": self.requests_per_deal,
             "workers": self.workers,
             "pairs": self.pairs,
             "concurrent_clients": 2 * self.pairs,
@@ -123,10 +151,12 @@ async def _seed_traders(server: Server, pairs: int) -> list[tuple[str, str]]:
     return [(seller, buyer) for seller, buyer in json.loads(out)]
 
 
-async def _one_deal(traders: dict[str, tuple[str, Connection]]) -> str | None:
-    """One complete cycle: None when sealed, else "STEP STATUS" of the first refusal."""
+async def _one_deal(
+    traders: dict[str, tuple[str, Connection]], steps: Sequence[Step] = STEPS
+) -> str | None:
+    """One complete cycle: None when done, else "STEP STATUS" of the first refusal."""
     ids: dict[str, str] = {}
-    for step, path, who, idempotent, body in STEPS:
+    for step, path, who, idempotent, body in steps:
         key, connection = traders[who]
         headers = {"x-api-key": key}
         if idempotent:
@@ -143,16 +173,24 @@ async def _one_deal(traders: dict[str, tuple[str, Connection]]) -> str | None:
             ids["listing"] = response.json()["id"]
         elif step == "open":
             ids["thread"] = response.json()["id"]
+        elif step == "finalize":
+            ids["deal"] = response.json()["id"]
     return None
 
 
 async def measure_cycles(
-    server: Server, backend: str, pairs: int, duration_s: float, warmup_s: float
+    server: Server,
+    backend: str,
+    pairs: int,
+    duration_s: float,
+    warmup_s: float,
+    cycle: str = "direct",
 ) -> CycleResult:
-    """Run `pairs` trading pairs for `warmup_s` + `duration_s`; count the deals sealed in the
-    last `duration_s`."""
+    """Run `pairs` trading pairs for `warmup_s` + `duration_s`; count the deals done (sealed;
+    for an escrow cycle, released) in the last `duration_s`."""
     traders = await _seed_traders(server, pairs)
-    result = CycleResult(backend=backend, workers=server.workers, pairs=pairs)
+    steps = CYCLES[cycle]
+    result = CycleResult(backend=backend, workers=server.workers, pairs=pairs, cycle=cycle)
     server_cpu = server.cpu_seconds() if server.workers == 1 else None
     driver_cpu = time.process_time()
     start = time.perf_counter()
@@ -166,7 +204,7 @@ async def measure_cycles(
         try:
             while time.perf_counter() < window[1]:
                 began = time.perf_counter()
-                refusal = await _one_deal(connections)
+                refusal = await _one_deal(connections, steps)
                 done = time.perf_counter()
                 if refusal is not None:
                     result.failures[refusal] += 1
@@ -187,10 +225,16 @@ async def measure_cycles(
     return result
 
 
-def sqlite_cycles(pairs: int, duration_s: float, warmup_s: float, run) -> CycleResult:  # noqa: ANN001
+def sqlite_cycles(
+    pairs: int,
+    duration_s: float,
+    warmup_s: float,
+    run,  # noqa: ANN001
+    cycle: str = "direct",
+) -> CycleResult:
     """The cycle on a fresh SQLite database, one worker (`run` drives a coroutine)."""
     with running_server() as server:
-        return run(measure_cycles(server, "sqlite", pairs, duration_s, warmup_s))
+        return run(measure_cycles(server, "sqlite", pairs, duration_s, warmup_s, cycle))
 
 
 def postgres_cycles(

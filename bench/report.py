@@ -12,6 +12,7 @@ from typing import Any
 
 from bench.config import Settings
 from bench.cycle import CycleResult
+from bench.events_log import EventsLogComparison
 from bench.generator import Generator
 from bench.memory import MemoryResult
 from bench.routes import Outcome
@@ -57,6 +58,7 @@ def as_json(
     sealers: Sequence[SealerComparison],
     targets: Sequence[Target],
     elapsed_s: float,
+    events_log: EventsLogComparison | None = None,
 ) -> dict[str, Any]:
     chosen = asdict(settings)
     chosen["scenarios"] = [s.name for s in settings.scenarios]
@@ -81,6 +83,7 @@ def as_json(
         "routes": [_route_json(o, outcomes[0]) for o in outcomes],
         "scanner_mean_ms": round(scan_ms, 3),
         "deal_cycles": [c.as_json() for c in cycles],
+        "events_log": events_log.as_json() if events_log else None,
         "memory": memory.as_json() if memory else None,
         "sealer": [s.as_json() for s in sealers],
         "targets": [t.as_json() for t in targets],

@@ -22,7 +22,12 @@ do not collide. In order:
    BENCH_MEMORY_REQUESTS requests of a mixed workload (bench/memory.py).
 4. Deal cycle (bench/cycle.py: post, open, counter-offer, reply, finalize; funded traders
    with complete profiles, one keep-alive connection each): on SQLite with one worker and
-   BENCH_DEAL_PAIRS pairs; then on PostgreSQL under the real `agent-broker serve --workers
+   BENCH_DEAL_PAIRS pairs; then the escrow cycle alike on a fresh SQLite database (an
+   escrow listing, the buyer's price held at opening, the same negotiation and seal, then
+   delivery and acceptance: seven requests, a deal counted once its escrow is released);
+   then the events log's cost (bench/events_log.py: the direct cycle on one SQLite
+   database in alternating rounds with and without the log's writes, switched off by a
+   bench-only patch); then on PostgreSQL under the real `agent-broker serve --workers
    N` for each N in BENCH_PG_WORKERS, each on a fresh database (`bench_<random>`, dropped
    afterwards), with rate limits shared through Redis, BENCH_PG_CLIENTS clients.
 5. Ledger sealer: the deal cycle with and without a sealer process (bench/sealer.py).
@@ -57,6 +62,8 @@ Environment:
                        postgres); not reachable: those figures are skipped
     BENCH_REDIS_URL    BROKER_REDIS_URL for the PostgreSQL workers (default
                        redis://127.0.0.1:6379/15); not reachable: they run without
+    BENCH_EVENTS_LOG_ROUNDS  rounds of (with, without) the events log (default 2; 0 skips
+                       the comparison); each round runs two BENCH_DURATION windows
     BENCH_SEALER       1 runs the sealer comparison, 0 skips it; unset: it runs when the
                        run so far leaves time for it within BENCH_BUDGET
     BENCH_SEALER_ROUNDS    rounds of (without, with) the sealer (default 2)
@@ -68,6 +75,11 @@ Targets (issue 12) and how they are judged:
     GET /v1/account, GET /v1/feed, POST /v1/listings, GET /v1/threads/{id}: req/s at least
         0.25, 0.15, 0.10 and 0.15 of the bare app's, with no error in the run
     deal cycle on SQLite, one worker: at least 300 sealed deals/s
+    escrow cycle on SQLite, one worker (issue 35): released escrow deals/s at least 0.8 of
+        the direct cycle's sealed deals/s in the same run, with no failed cycle. Counted
+        per deal, whatever its requests: the escrow cycle makes seven to the direct five
+    events log (issue 34): sealed deals/s with the log at least 0.9 of without it, the log
+        seen to grow in every round with it and in none without it, no failed cycle
     deal cycle on PostgreSQL with 2 workers: at least 150 sealed deals/s
     scaling: 2 workers beat 1; 4 workers reach at least 0.95 of 2 (2 cores: 4 workers add
         no CPU, so the figure must hold within run-to-run noise)
@@ -77,7 +89,8 @@ Targets (issue 12) and how they are judged:
 
 Exit status: 0 if every measurement ran clean; 1 if any had errors (a non-2xx response or
 socket error in a route or memory run, a run that timed out, a failed deal cycle, or a
-sealer that failed or left a broken verdict); 2 if the benchmark could not run. A target
+sealer that failed or left a broken verdict, an events-log comparison whose switch did
+not hold); 2 if the benchmark could not run. A target
 FAILing does not change it, so the run completes while work towards a target is under way:
 read the targets lines and the summary.
 """
@@ -93,6 +106,8 @@ from typing import Any, TypeVar
 
 from bench.config import ConfigError, Settings, settings_from_env
 from bench.cycle import CycleResult, postgres_cycles, sqlite_cycles
+from bench.events_log import EventsLogComparison
+from bench.events_log import run as compare_events_log
 from bench.generator import Generator, choose
 from bench.memory import MemoryResult, measure_memory
 from bench.postgres import Unavailable, redis_problem
@@ -105,6 +120,8 @@ from bench.sealer import run_all as compare_sealer
 from bench.search import measure as measure_search
 from bench.server import ROOT, ServerError
 from bench.targets import (
+    escrow_cycle_target,
+    events_log_target,
     memory_target,
     postgres_targets,
     route_targets,
@@ -134,6 +151,8 @@ def run_cycles(settings: Settings) -> list[CycleResult]:
     args = (settings.duration_s, settings.warmup_s, drive)
     cycles = [sqlite_cycles(settings.deal_pairs, *args)]
     print(cycles[0].summary(), flush=True)
+    cycles.append(sqlite_cycles(settings.deal_pairs, *args, cycle="escrow"))
+    print(cycles[1].summary(), flush=True)
     redis_url: str | None = settings.redis_url
     if problem := redis_problem(settings.redis_url):
         print(
@@ -187,6 +206,12 @@ def run_all(settings: Settings, generator: Generator, started: float) -> int:
         print(memory.summary(), flush=True)
 
     cycles = run_cycles(settings) if settings.deal_cycle else []
+    events_log: EventsLogComparison | None = None
+    if settings.deal_cycle and settings.events_log_rounds:
+        events_log = compare_events_log(
+            settings.deal_pairs, settings.duration_s, settings.events_log_rounds, drive
+        )
+        print(events_log.summary(), flush=True)
 
     sealers: list[SealerComparison] = []
     if sealer_wanted(settings, time.monotonic() - started):
@@ -201,17 +226,28 @@ def run_all(settings: Settings, generator: Generator, started: float) -> int:
         for comparison in sealers:
             print(comparison.summary())
 
-    sqlite = next((c for c in cycles if c.backend == "sqlite"), None)
+    sqlite = _cycle(cycles, "sqlite", "direct")
     targets = [
         *route_targets(outcomes),
         sqlite_cycle_target(sqlite),
+        escrow_cycle_target(sqlite, _cycle(cycles, "sqlite", "escrow")),
+        events_log_target(events_log),
         *postgres_targets([c for c in cycles if c.backend == "postgresql"], settings.pg_clients),
         memory_target(memory, settings.memory_requests or 100_000),
         search_target(search_ms),
     ]
     elapsed_s = time.monotonic() - started
     document = as_json(
-        settings, generator, outcomes, scan_ms, cycles, memory, sealers, targets, elapsed_s
+        settings,
+        generator,
+        outcomes,
+        scan_ms,
+        cycles,
+        memory,
+        sealers,
+        targets,
+        elapsed_s,
+        events_log,
     )
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(document, indent=2) + "\n")
@@ -225,8 +261,13 @@ def run_all(settings: Settings, generator: Generator, started: float) -> int:
         or (memory is not None and memory.flagged)
         or any(c.failed for c in cycles)
         or not all(s.healthy for s in sealers)
+        or (events_log is not None and not events_log.healthy)
     )
     return 1 if errors else 0
+
+
+def _cycle(cycles: list[CycleResult], backend: str, kind: str) -> CycleResult | None:
+    return next((c for c in cycles if c.backend == backend and c.cycle == kind), None)
 
 
 def main() -> int:

@@ -196,16 +196,20 @@ def running_bare() -> Iterator[Server]:
             yield server
 
 
+SERVICE_APP = "agent_broker.app:app_factory"
+
+
 @contextmanager
-def running_server(database_url: str | None = None) -> Iterator[Server]:
+def running_server(database_url: str | None = None, app: str = SERVICE_APP) -> Iterator[Server]:
     """The service under one uvicorn worker, on a fresh SQLite file unless `database_url`
-    names another (already created) database."""
+    names another (already created) database; `app` names another factory of it (a bench
+    variant, such as bench.events_log's)."""
     with tempfile.TemporaryDirectory(prefix="agent-broker-bench-") as tmp:
         workdir = Path(tmp)
         env = service_environment(workdir, database_url)
         migrate(env)
         loop = ("--loop", event_loop_for(1))
-        command = _uvicorn("agent_broker.app:app_factory", free_port(), "--factory", *loop)
+        command = _uvicorn(app, free_port(), "--factory", *loop)
         with _serving(command, env, workdir, "/health", workers=1) as server:
             yield server
 

@@ -6,20 +6,22 @@
 Creates a PostgreSQL database with a random name (dropped afterwards), migrates it, and
 serves it with `agent-broker serve --workers N --no-migrate` on a free loopback port, rate
 limits shared in Redis. Each client registers three accounts, completes their profiles,
-has the operator fund them, then runs trading rounds (bench.soak_flow) until the time is
-up, while one worker is killed every S seconds and uvicorn's supervisor replaces it,
-PostgreSQL is restarted once and Redis paused once (bench.soak_outages), and the ledger
-sealer runs throughout (bench.soak_sealer). Calls whose connection died or that were
-answered 503 are retried, Idempotency-Key calls with the same key; a share of completed
-keyed calls is re-sent during the load and a sample again after it.
+has the operator fund them, then runs trading rounds (bench.soak_flow, each followed by
+an escrow deal: bench.soak_escrow) until the time is up, while one worker is killed
+every S seconds and uvicorn's supervisor replaces it, PostgreSQL is restarted once and
+Redis paused once (bench.soak_outages), and the ledger sealer runs throughout
+(bench.soak_sealer). Calls whose connection died or that were answered 503 are retried,
+Idempotency-Key calls with the same key; a share of completed keyed calls is re-sent
+during the load and a sample again after it.
 
 It passes when: no answer had a 5xx status other than 503, and 503s came only during an
 outage (or just after); connections failed only around kills; every
 kill was followed by a replacement worker; every call answered as the flow expects; every
 re-sent keyed call answered as it did first; every write route in /openapi.json succeeded;
-each wallet's balance and holds, and the fee and operator books, equal the driver's own
-account; the sealer ran throughout with every verdict ok; and `agent-broker ledger
-check` exits 0 over a sealed chain.
+each wallet's balance and holds, and the fee, operator and escrow books, equal the
+driver's own account (the escrow book empty once every escrow settled); the sealer ran
+throughout with every verdict ok; and `agent-broker ledger check` exits 0 over a sealed
+chain.
 
 Exit status: 0 all checks passed, 1 a check failed, 2 the soak could not run.
 """
@@ -45,6 +47,7 @@ import redis
 
 from bench import soak_checks as checks
 from bench.soak_accounts import Trader, fund, new_trader
+from bench.soak_escrow import escrow_round
 from bench.soak_flow import trade_round
 from bench.soak_http import Caller, Exchange
 from bench.soak_killer import kill_workers
@@ -92,6 +95,7 @@ async def _load(options: SoakOptions, broker: Broker, database_url: str) -> Soak
     async def keep_trading(trader: Trader) -> None:
         while time.monotonic() < deadline:
             await trade_round(caller, trader)
+            await escrow_round(caller, trader)
 
     await asyncio.gather(
         kill_workers(broker, options.kill_every, deadline, report.kills),

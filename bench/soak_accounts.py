@@ -20,13 +20,30 @@ class Account:
     api_key: str
     funded_micro: int = 0
     spent_micro: int = 0  # fees charged
-    held_micro: int = 0  # deal fees held by its open threads
+    held_micro: int = 0  # deal fees (and escrow prices) held by its open threads
     proofs: int = 0
     uncertain: bool = False  # a money call never got an answer: its outcome is unknown
+    handle: str | None = None  # learnt when needed (an escrow listing names its evaluator)
+    # Escrow (bench.soak_escrow): the prices of its open escrow deals as buyer, in the
+    # escrow book; and what settled escrows moved out of its wallet to the other party
+    # (negative: moved in; escrow fees count in spent_micro, as the seller's).
+    escrowed_micro: int = 0
+    escrow_out_micro: int = 0
 
     @property
     def spendable_micro(self) -> int:
-        return self.funded_micro - self.spent_micro - self.held_micro
+        return (
+            self.funded_micro
+            - self.spent_micro
+            - self.held_micro
+            - self.escrowed_micro
+            - self.escrow_out_micro
+        )
+
+    @property
+    def shown_held_micro(self) -> int:
+        """GET /v1/account's held_micro: its holds and its open escrow prices as buyer."""
+        return self.held_micro + self.escrowed_micro
 
 
 @dataclass
@@ -35,6 +52,7 @@ class Trader:
     accounts: list[Account]  # two traders, then the rival
     rounds: int = 0
     deals: int = 0
+    escrow_deals: int = 0  # sealed in escrow (bench.soak_escrow)
     newcomers: list[str] = field(default_factory=list)  # account ids registered in rounds
 
 

@@ -11,12 +11,15 @@ import psycopg
 
 from agent_broker.ledger import books
 from bench.soak_accounts import Account
-from bench.soak_flow import DRIVEN_ELSEWHERE, WRITE_ROUTES
+from bench.soak_escrow import ESCROW_ROUTES
+from bench.soak_flow import DRIVEN_ELSEWHERE
+from bench.soak_flow import WRITE_ROUTES as DIRECT_ROUTES
 from bench.soak_http import Caller, Tally
 from bench.soak_killer import KillLog
 from bench.soak_outages import OutageLog
 from bench.soak_server import Broker
 
+WRITE_ROUTES = DIRECT_ROUTES | ESCROW_ROUTES
 # A killed worker's connections fail when it dies; the client may notice a little later.
 FAILURE_WINDOW_S = 5.0
 
@@ -144,11 +147,9 @@ async def balances(caller: Caller, accounts: Iterable[Account]) -> Check:
             continue
         answer = await caller.call("GET", "/v1/account", api_key=account.api_key)
         seen = (answer.body or {}).get("balance_micro"), (answer.body or {}).get("held_micro")
-        if seen != (account.spendable_micro, account.held_micro):
-            wrong.append(
-                f"{account.account_id}: {seen} != expected "
-                f"{(account.spendable_micro, account.held_micro)}"
-            )
+        expected = (account.spendable_micro, account.shown_held_micro)
+        if seen != expected:
+            wrong.append(f"{account.account_id}: {seen} != expected {expected}")
         checked += 1
     detail = f"{checked} wallets as expected" if not wrong else "; ".join(wrong[:5])
     return Check("balances and holds as expected", checked > 0 and not wrong, detail)
@@ -156,7 +157,8 @@ async def balances(caller: Caller, accounts: Iterable[Account]) -> Check:
 
 def fee_books(database_url: str, accounts: list[Account]) -> Check:
     """The fee book holds exactly the fees the driver saw charged, the operator book what
-    it paid in, and the wallets together the difference (with the holds inside it)."""
+    it paid in, the escrow book the prices of the escrows still open (none, once every
+    escrow settled), and the wallets together the rest (with the holds inside it)."""
     if any(account.uncertain for account in accounts):
         return Check("books add up", False, "some money calls never got an answer")
     dsn = database_url.replace("postgresql+psycopg://", "postgresql://", 1)
@@ -164,8 +166,8 @@ def fee_books(database_url: str, accounts: list[Account]) -> Check:
         system = dict(
             conn.execute(
                 "SELECT account_code, SUM(amount_micro) FROM ledger_postings "
-                "WHERE account_code IN (%s, %s) GROUP BY account_code",
-                (books.FEES, books.OPERATOR),
+                "WHERE account_code IN (%s, %s, %s) GROUP BY account_code",
+                (books.FEES, books.OPERATOR, books.ESCROW),
             ).fetchall()
         )
         total, held = conn.execute(
@@ -174,17 +176,33 @@ def fee_books(database_url: str, accounts: list[Account]) -> Check:
         ).fetchone()
     funded = sum(a.funded_micro for a in accounts)
     fees = sum(a.spent_micro for a in accounts)
-    expected = (fees, -funded, funded - fees, sum(a.held_micro for a in accounts))
-    seen = (system.get(books.FEES, 0), system.get(books.OPERATOR, 0), total, held)
-    detail = (
-        f"fees {seen[0]:,} µUSD, paid in {-seen[1]:,}, in wallets {seen[2]:,} (held {seen[3]:,})"
+    escrowed = sum(a.escrowed_micro for a in accounts)
+    expected = (
+        fees,
+        -funded,
+        escrowed,
+        funded - fees - escrowed,
+        sum(a.held_micro for a in accounts),
     )
+    seen = (
+        system.get(books.FEES, 0),
+        system.get(books.OPERATOR, 0),
+        system.get(books.ESCROW, 0),
+        total,
+        held,
+    )
+    detail = _books_text(seen)
     if seen != expected:
-        detail += (
-            f"; expected fees {expected[0]:,}, paid in {-expected[1]:,}, "
-            f"in wallets {expected[2]:,} (held {expected[3]:,})"
-        )
+        detail += "; expected " + _books_text(expected)
     return Check("books add up", seen == expected, detail)
+
+
+def _books_text(books_seen: tuple[int, int, int, int, int]) -> str:
+    fees, operator, escrow, wallets, held = books_seen
+    return (
+        f"fees {fees:,} µUSD, paid in {-operator:,}, in escrow {escrow:,}, "
+        f"in wallets {wallets:,} (held {held:,})"
+    )
 
 
 def ledger_check(broker: Broker) -> Check:

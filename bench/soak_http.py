@@ -123,7 +123,7 @@ class Caller:
         self._tally.replays += 1
         again = await self._send(first.method, first.route, first.path, first.headers, first.body)
         wanted = expected_replay(first)
-        if (again.status, again.body) != wanted:
+        if (again.status, _as_replayed(again.body)) != (wanted[0], _as_replayed(wanted[1])):
             self.fail(
                 f"replay of {first.method} {first.path} answered {again.status} "
                 f"{again.body!r:.300}, first {first.answer.status} {first.answer.body!r:.300}"
@@ -170,6 +170,16 @@ class Caller:
             await asyncio.sleep(pause)
         self.fail(f"{label}: no answer in {MAX_ATTEMPTS} attempts")
         return Answer(0, None, retried=True)
+
+
+def _as_replayed(body: Any) -> Any:
+    """What a replay must repeat of an answer. An escrow deal (finalize, the escrow steps)
+    is rendered again as its caller reads it now: the escrow may have moved on since, and
+    its settlement moved purge_at; the price it holds may not change."""
+    if not (isinstance(body, dict) and isinstance(body.get("escrow"), dict)):
+        return body
+    kept = {key: value for key, value in body.items() if key not in ("escrow", "purge_at")}
+    return {**kept, "escrow_amount_micro": body["escrow"].get("amount_micro")}
 
 
 def expected_replay(first: Exchange) -> tuple[int, Any]:

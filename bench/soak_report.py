@@ -35,11 +35,13 @@ class SoakReport:
         o = self.options
         rounds = sum(t.rounds for t in self.traders)
         deals = sum(t.deals for t in self.traders)
+        escrow_deals = sum(t.escrow_deals for t in self.traders)
         lines = [
             f"soak: {self.load_seconds:.1f} s of load, {o.clients} clients, {o.workers} "
             f"workers, one SIGKILLed every {o.kill_every:g} s; PostgreSQL outage: "
             f"{o.postgres_outage}, Redis outage: {o.redis_outage}",
-            f"rounds {rounds}, deals sealed {deals}, accounts registered during the load "
+            f"rounds {rounds}, deals sealed {deals} (and {escrow_deals} in escrow), accounts "
+            "registered during the load "
             f"{sum(len(t.newcomers) for t in self.traders)}",
             f"{'route':<46} {'2xx':>6} {'4xx':>5} {'503':>5} {'5xx':>5} {'lost':>5}",
         ]

@@ -39,7 +39,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import psycopg
@@ -51,31 +50,14 @@ from bench.soak_escrow import escrow_round
 from bench.soak_flow import trade_round
 from bench.soak_http import Caller, Exchange
 from bench.soak_killer import kill_workers
+from bench.soak_options import SoakOptions
 from bench.soak_outages import POSTGRES_OUTAGES, REDIS_OUTAGES, cause_outages
 from bench.soak_report import SoakReport
 from bench.soak_server import ROOT, Broker, ServerError, postgres_database, running_broker
 
-DEFAULT_POSTGRES = "postgresql://postgres@127.0.0.1:5432/postgres"
-DEFAULT_REDIS = "redis://127.0.0.1:6379/14"
-
 
 class SoakUnavailable(RuntimeError):
     """PostgreSQL or Redis cannot be reached, or the service would not start."""
-
-
-@dataclass(frozen=True)
-class SoakOptions:
-    seconds: float = 120.0
-    clients: int = 64
-    workers: int = 2
-    kill_every: float = 5.0
-    postgres_outage: str = "restart"  # bench.soak_outages.POSTGRES_OUTAGES
-    redis_outage: str = "pause"  # bench.soak_outages.REDIS_OUTAGES
-    sealer_every: float = 0.5  # seconds between the sealer's runs
-    replay_fraction: float = 0.2  # of completed keyed calls, re-sent at once
-    final_replays: int = 200  # completed keyed calls re-sent after the load
-    postgres_dsn: str = os.environ.get("BENCH_POSTGRES_DSN", DEFAULT_POSTGRES)
-    redis_url: str = os.environ.get("BENCH_REDIS_URL", DEFAULT_REDIS)
 
 
 async def _load(options: SoakOptions, broker: Broker, database_url: str) -> SoakReport:

@@ -13,7 +13,7 @@ from bench.soak_killer import KillLog
 from bench.soak_outages import OutageLog
 
 if TYPE_CHECKING:
-    from bench.soak import SoakOptions
+    from bench.soak_options import SoakOptions
 
 
 @dataclass

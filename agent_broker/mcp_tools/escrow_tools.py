@@ -1,4 +1,4 @@
-"""Escrow deal tools: delivery, acceptance, rejection, ruling (docs/interface.md §10.4).
+"""Escrow deal tools: delivery, acceptance, rejection, ruling (docs/interface.md §11.4).
 One function per tool, each registering it on the toolbox (the order is
 trade_tools.TRADE_TOOLS). Each step takes an idempotency key, as its REST route requires
 one, and answers the deal as its caller reads it."""

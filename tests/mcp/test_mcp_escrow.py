@@ -1,4 +1,4 @@
-"""Escrow deals over MCP (docs/interface.md §10.4): an escrow listing posted, opened and
+"""Escrow deals over MCP (docs/interface.md §11.4): an escrow listing posted, opened and
 haggled over with prices, sealed with the buyer's price held, delivered and accepted; a
 rejected delivery ruled on by the listing's evaluator; refusals as tool errors carrying
 the reason code, and a step retried with its key answered alike."""

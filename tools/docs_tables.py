@@ -182,15 +182,21 @@ REASON_MEANINGS: dict[str, tuple[str, str]] = {
     "insufficient_funds_self": (
         "402",
         "your spendable balance cannot cover the charge (posting fee, the deal-fee hold, your "
-        "deal fee at finalize, a certification period); with x402 on, the answer carries the "
-        "payment offers",
+        "deal fee at finalize, an escrow price hold or charge, a certification period); with "
+        "x402 on, the answer carries the payment offers",
     ),
-    "held_funds_mismatch": ("409", "reserved for escrow; not answered by any route today"),
+    "held_funds_mismatch": (
+        "402",
+        "finalizing an escrow deal when the buyer's price hold is not exactly the thread's "
+        "price, or with an `agreed_price_micro` other than it; nothing is sealed",
+    ),
     "forbidden": (
         "403",
         "reading the threads of a listing you did not post; finalizing as the negotiator; "
-        "rating or disputing a deal you are not party to; a credential without the scope; a "
-        "processor_b callback from an address not believed",
+        "rating or disputing a deal you are not party to; an escrow step by the wrong party "
+        "(delivering as the buyer, ruling as anyone but the evaluator); the evaluator opening "
+        "a thread on the listing; a credential without the scope; a processor_b callback from "
+        "an address not believed",
     ),
     "api_key_disabled": ("403", "the account is disabled (rotate its key from the dashboard)"),
     "not_found": (
@@ -204,9 +210,14 @@ REASON_MEANINGS: dict[str, tuple[str, str]] = {
     "out_of_turn": (
         "409",
         "an offer when it is not your turn; any move on a rejected thread; finalizing while "
-        "your own last offer is unanswered",
+        "your own last offer is unanswered; an escrow step the escrow's state does not allow "
+        "yet (accepting before delivery, ruling before a rejection)",
     ),
-    "already_finalized": ("409", "closing or finalizing a thread that was already sealed"),
+    "already_finalized": (
+        "409",
+        "closing or finalizing a thread that was already sealed; an escrow step on an escrow "
+        "that has settled",
+    ),
     "duplicate_rating": ("409", "a second rating from the same party on a deal"),
     "duplicate_dispute": ("409", "a second dispute from the same party on a deal"),
     "idempotency_key_reuse": ("409", "an `Idempotency-Key` already used with another request"),

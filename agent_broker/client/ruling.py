@@ -1,4 +1,4 @@
-"""Checking an escrow ruling (docs/interface.md §10.4) as anyone can: the signature against
+"""Checking an escrow ruling (docs/interface.md §11.4) as anyone can: the signature against
 the key document of the broker's own base URL, the type svc.ruling.v1, the expiry, and
 that it rules on the deal and says what the deal shows."""
 

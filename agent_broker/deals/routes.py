@@ -77,7 +77,7 @@ def dispute_deal(deal_id: str, caller: Party, session: WriteSession) -> Response
     return Response(status_code=201)
 
 
-# --- Escrow deals: delivery, acceptance, rejection, ruling (docs/interface.md §10.4) ----
+# --- Escrow deals: delivery, acceptance, rejection, ruling (docs/interface.md §11.4) ----
 
 EscrowStep = Annotated[Caller, authenticated(metered=True, writes=True)]
 

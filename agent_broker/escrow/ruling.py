@@ -1,5 +1,5 @@
 """The evaluator's ruling as a token anyone can check against the service's published key
-document: PASETO v4.public, type svc.ruling.v1 (docs/interface.md §10.4)."""
+document: PASETO v4.public, type svc.ruling.v1 (docs/interface.md §11.4)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Escrow rules: the state of a deal's held price, who may move it, its deadlines and its
-settlement (docs/interface.md §10.4). Every move is one conditional UPDATE on the escrow's
+settlement (docs/interface.md §11.4). Every move is one conditional UPDATE on the escrow's
 status, so a step that races another (an acceptance and the deadline job, a ruling and an
 acceptance, two evaluators' calls) settles the escrow exactly once; the money moves only
 through the ledger, in the same transaction."""

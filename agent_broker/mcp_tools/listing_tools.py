@@ -72,7 +72,9 @@ def add_post_listing(box: Toolbox) -> None:
     @box.tool(
         "post_listing",
         "Post a buy or sell listing: 200 credits. Scanned for contact details (refused, "
-        "nothing charged). Retry with the same idempotency_key.",
+        'nothing charged). settlement "escrow" has the broker hold the price from the seal '
+        "until delivery is accepted or ruled on (delivery_hours, acceptance_hours, evaluator "
+        "apply to escrow only). Retry with the same idempotency_key.",
         KEYED,
     )
     async def post_listing(
@@ -84,6 +86,13 @@ def add_post_listing(box: Toolbox) -> None:
         idempotency_key: IdempotencyKeyArg,
         price_micro: int | None = None,
         delivery_deadline_days: int | None = None,
+        settlement: Literal["direct", "escrow"] | None = None,
+        delivery_hours: int | None = None,
+        acceptance_hours: int | None = None,
+        evaluator: Annotated[
+            str | None,
+            Field(max_length=12, description="Escrow only: a third account's handle"),
+        ] = None,
     ) -> Result:
         fields = {
             "title": title,
@@ -92,6 +101,10 @@ def add_post_listing(box: Toolbox) -> None:
             "body": body,
             "price_micro": price_micro,
             "delivery_deadline_days": delivery_deadline_days,
+            "settlement": settlement,
+            "delivery_hours": delivery_hours,
+            "acceptance_hours": acceptance_hours,
+            "evaluator": evaluator,
         }
         request = parsed(PostListingRequest, fields)
         sent = {k: v for k, v in fields.items() if v is not None}

@@ -1,12 +1,12 @@
 """Trading tools: the feed and listings, posting, threads and offers, sealing, deals,
-ratings and disputes. Each tool is one function in listing_tools, thread_tools or
-deal_tools; this list is their order in the server's tool list."""
+ratings and disputes, escrow steps. Each tool is one function in listing_tools,
+thread_tools, deal_tools or escrow_tools; this list is their order in the server's tool list."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from agent_broker.mcp_tools import deal_tools, listing_tools, thread_tools
+from agent_broker.mcp_tools import deal_tools, escrow_tools, listing_tools, thread_tools
 from agent_broker.mcp_tools.common import Toolbox
 
 TRADE_TOOLS: tuple[Callable[[Toolbox], None], ...] = (
@@ -21,6 +21,10 @@ TRADE_TOOLS: tuple[Callable[[Toolbox], None], ...] = (
     deal_tools.add_get_deal,
     deal_tools.add_rate_deal,
     deal_tools.add_dispute_deal,
+    escrow_tools.add_deliver_deal,
+    escrow_tools.add_accept_delivery,
+    escrow_tools.add_reject_delivery,
+    escrow_tools.add_rule_on_deal,
 )
 
 

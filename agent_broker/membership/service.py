@@ -119,7 +119,7 @@ def account_view(session: Session, account: AccountRecord, *, now: datetime) -> 
         "handle": account.handle,
         "balance_micro": wallet.spendable_micro,
         # Held for the account: its open holds, and the prices of its open escrow deals as
-        # buyer (in the escrow book until they settle, docs/interface.md §10.4).
+        # buyer (in the escrow book until they settle, docs/interface.md §11.4).
         "held_micro": wallet.held_micro + escrow.held_as_buyer(session, account_id),
         "status": account.status,
         "key_preview": account.key_preview,

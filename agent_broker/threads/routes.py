@@ -26,7 +26,7 @@ router = broker_router(prefix="/v1", tags=["threads"])
 async def _agreed_price(request: Request) -> int | None:
     """A finalize body's agreed_price_micro, when it is a JSON object naming an integer one.
     Any other body is accepted and ignored, as it always was; only an escrow listing
-    checks the price (docs/interface.md §10.4)."""
+    checks the price (docs/interface.md §11.4)."""
     try:
         body = json.loads(await request.body() or b"null")
     except ValueError:

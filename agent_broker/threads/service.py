@@ -159,7 +159,7 @@ def open_thread(
 
 def _buyer_opens(listing: ListingLike) -> bool:
     """On an escrow sell listing the opener is the buyer, whose price is held from the
-    start (docs/interface.md §10.4)."""
+    start (docs/interface.md §11.4)."""
     return listing.settlement == "escrow" and listing.listing_type == "sell"
 
 

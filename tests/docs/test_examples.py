@@ -36,6 +36,7 @@ UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
 # Every example, with the test that runs it; local_tls.py is their helper, not an example.
 RUN_BY = {
     "first-session.sh": "test_first_session_with_curl",
+    "escrow-deal.sh": "test_escrow_deal_with_curl",
     "client_session.py": "test_first_session_with_the_python_client",
     "cli_session.sh": "test_first_session_with_the_agent_cli",
     "mcp_stdio.py": "test_mcp_over_stdio",
@@ -182,6 +183,21 @@ def test_first_session_with_curl(broker):
     assert "seller balance_micro=900000" in output
     assert "buyer balance_micro=1000000" in output
     assert '"counterparty_endpoint":"https://seller.yourcompany.com/deals/' in output
+
+
+def test_escrow_deal_with_curl(broker):
+    output = run(broker, "escrow-deal.sh")
+    deal = re.search(rf"^sealed deal ({UUID})$", output, re.M)
+    assert deal, output
+    assert f"escrow released for deal {deal[1]}" in output
+    # Opening held the deal fee and the opening price; sealed, the price is in escrow
+    # and still counted as held.
+    assert "buyer balance_micro=500000 held_micro=3000000" in output
+    assert "buyer balance_micro=0 held_micro=2500000" in output
+    assert '{"status":"held","amount_micro":2500000,"fee_bps":100' in output
+    # Paid the price less 1% (25,000), after the posting fee and its deal fee.
+    assert "seller balance_micro=2475000 held_micro=0" in output
+    assert "buyer balance_micro=0 held_micro=0" in output
 
 
 def test_the_curl_session_stops_at_a_refused_step(broker):

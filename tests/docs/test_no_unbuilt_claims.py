@@ -33,5 +33,5 @@ def test_the_claims_the_documents_once_made_are_caught(sentence, every_route):
 
 
 def test_an_unbuilt_feature_may_be_called_so(every_route):
-    text = "Two reasons belong to deal escrow, which is not built: held_funds_mismatch."
+    text = "One reason belongs to a part of escrow that is not built: account_has_escrow."
     assert not unbuilt_claims(text, every_route, emitted_reasons())

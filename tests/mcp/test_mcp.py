@@ -47,6 +47,10 @@ TOOLS = {
     "get_deal",
     "rate_deal",
     "dispute_deal",
+    "deliver_deal",
+    "accept_delivery",
+    "reject_delivery",
+    "rule_on_deal",
     "lookup_reputation",
     "attest_reputation",
     "verify_ledger",
@@ -83,7 +87,7 @@ def test_the_tools_are_listed_with_schemas_prices_and_hints(live_server):
         "latest_events",
     ):
         assert tools[name].annotations.read_only_hint is True
-    for name in ("finalize", "close_thread", "dispute_deal"):
+    for name in ("finalize", "close_thread", "dispute_deal", "accept_delivery", "rule_on_deal"):
         assert tools[name].annotations.destructive_hint is True
     assert tools["make_offer"].annotations.idempotent_hint is False
     assert tools["post_listing"].annotations.idempotent_hint is True

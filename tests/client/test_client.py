@@ -119,6 +119,7 @@ THREAD = {
     "turn": "poster",
     "diff": "terms",
     "amount_micro": 1_000_000,
+    "price_micro": 2_500_000,
     "created_at": "2026-11-23T10:00:00Z",
     "updated_at": "2026-11-23T10:05:00Z",
 }

@@ -168,6 +168,38 @@ class DeliveryRequest(BaseModel):
     note: constr(max_length=2000) | None = Field(None, title="Note")
 
 
+class Database(StrEnum):
+    """
+    whether this worker reaches the database now
+    """
+
+    reachable = "reachable"
+    unreachable = "unreachable"
+
+
+class Redis(StrEnum):
+    """
+    the shared rate-limit store; not_configured without BROKER_REDIS_URL (rate limits fail open while it is unreachable)
+    """
+
+    reachable = "reachable"
+    unreachable = "unreachable"
+    not_configured = "not_configured"
+
+
+class Dependencies(BaseModel):
+    database: Database = Field(
+        ...,
+        description="whether this worker reaches the database now",
+        title="Database",
+    )
+    redis: Redis = Field(
+        ...,
+        description="the shared rate-limit store; not_configured without BROKER_REDIS_URL (rate limits fail open while it is unreachable)",
+        title="Redis",
+    )
+
+
 class DiffRequest(BaseModel):
     diff: constr(max_length=10000) = Field(
         ..., description="Proposed terms; replaces the running diff", title="Diff"
@@ -334,11 +366,44 @@ class EventPage(BaseModel):
     )
 
 
+class Redis1(StrEnum):
+    """
+    the shared rate-limit store; not_configured without BROKER_REDIS_URL
+    """
+
+    reachable = "reachable"
+    unreachable = "unreachable"
+    not_configured = "not_configured"
+
+
+class Status4(StrEnum):
+    """
+    degraded while the database or Redis is unreachable; the answer is 200 either way: the process itself is alive
+    """
+
+    ok = "ok"
+    degraded = "degraded"
+
+
 class Health(BaseModel):
     build: constr(pattern=r"^[0-9a-f]{12}$") = Field(
         ..., description="12-hex build fingerprint; not a version", title="Build"
     )
-    status: Literal["ok"] = Field(..., title="Status")
+    database: Database = Field(
+        ...,
+        description="whether this worker reaches the database now",
+        title="Database",
+    )
+    redis: Redis1 = Field(
+        ...,
+        description="the shared rate-limit store; not_configured without BROKER_REDIS_URL",
+        title="Redis",
+    )
+    status: Status4 = Field(
+        ...,
+        description="degraded while the database or Redis is unreachable; the answer is 200 either way: the process itself is alive",
+        title="Status",
+    )
 
 
 class Kind(StrEnum):
@@ -490,7 +555,7 @@ class LedgerUnavailable(BaseModel):
     status: Literal["unavailable"] = Field(..., title="Status")
 
 
-class Status4(StrEnum):
+class Status5(StrEnum):
     """
     broken means a problem was found, listed in problems
     """
@@ -537,7 +602,7 @@ class Settlement(StrEnum):
     escrow = "escrow"
 
 
-class Status5(StrEnum):
+class Status6(StrEnum):
     live = "live"
     matched = "matched"
     expired = "expired"
@@ -605,7 +670,7 @@ class ListingOut(BaseModel):
         title="Seller Warm Start",
     )
     settlement: Settlement | None = Field("direct", title="Settlement")
-    status: Status5 = Field(..., title="Status")
+    status: Status6 = Field(..., title="Status")
     title: str = Field(..., title="Title")
 
 
@@ -1025,7 +1090,7 @@ class Impact(StrEnum):
     major = "major"
 
 
-class Status7(StrEnum):
+class Status8(StrEnum):
     investigating = "investigating"
     resolved = "resolved"
 
@@ -1043,7 +1108,7 @@ class StatusIncident(BaseModel):
         ..., description="null while the incident is open", title="Resolved At"
     )
     started_at: AwareDatetime = Field(..., title="Started At")
-    status: Status7 = Field(..., title="Status")
+    status: Status8 = Field(..., title="Status")
     updated_at: AwareDatetime = Field(..., title="Updated At")
 
 
@@ -1067,7 +1132,7 @@ class StatusPage(BaseModel):
     url: AnyUrl = Field(..., description="BROKER_PUBLIC_BASE_URL", title="Url")
 
 
-class Status8(StrEnum):
+class Status9(StrEnum):
     open = "open"
     rejected = "rejected"
     finalized = "finalized"
@@ -1096,7 +1161,7 @@ class ThreadOut(BaseModel):
         description="The last price an offer named; the listing's price until one does",
         title="Price Micro",
     )
-    status: Status8 = Field(..., title="Status")
+    status: Status9 = Field(..., title="Status")
     turn: Turn = Field(..., description="Whose move it is", title="Turn")
     updated_at: AwareDatetime = Field(..., title="Updated At")
 
@@ -1343,7 +1408,7 @@ class LedgerVerdict(BaseModel):
         description="computed_at is more than 3 hours old, unreadable, or more than 5 minutes in the future",
         title="Stale",
     )
-    status: Status4 = Field(
+    status: Status5 = Field(
         ...,
         description="broken means a problem was found, listed in problems",
         title="Status",
@@ -1481,7 +1546,7 @@ class ThreadRead(BaseModel):
         description="The last price an offer named; the listing's price until one does",
         title="Price Micro",
     )
-    status: Status8 = Field(..., title="Status")
+    status: Status9 = Field(..., title="Status")
     turn: Turn = Field(..., description="Whose move it is", title="Turn")
     updated_at: AwareDatetime = Field(..., title="Updated At")
 
@@ -1510,8 +1575,12 @@ class DealPackage(BaseModel):
     status: Status2 = Field(..., title="Status")
 
 
-class Status6(BaseModel):
+class Status7(BaseModel):
     components: list[StatusComponent] = Field(..., title="Components")
+    dependencies: Dependencies = Field(
+        ...,
+        description="reachability now, as this worker sees it; while the database is unreachable the rest of the document is the last one computed (or no_data)",
+    )
     incidents: list[StatusIncident] = Field(
         ..., description="within the 30 days, newest first", title="Incidents"
     )

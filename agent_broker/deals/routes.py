@@ -79,7 +79,8 @@ def dispute_deal(deal_id: str, caller: Party, session: WriteSession) -> Response
 
 # --- Escrow deals: delivery, acceptance, rejection, ruling (docs/interface.md §11.4) ----
 
-EscrowStep = Annotated[Caller, authenticated(metered=True, writes=True)]
+# A party's step on its own deal: not among the payable (x402) operations.
+EscrowStep = Annotated[Caller, authenticated(writes=True)]
 
 
 @router.post(

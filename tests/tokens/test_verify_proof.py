@@ -43,7 +43,7 @@ SERVICE = "https://broker.test"  # the test app's BROKER_PUBLIC_BASE_URL
 KEY_DOCUMENT = SERVICE + "/.well-known/paseto-keys.json"
 RP = "https://rp.example"
 ATTEST = "/v1/account/reputation/attestation"
-RECORD_FIELDS = {"handle", "seller", "buyer", "funded", "domain_verified", "as_of"}
+RECORD_FIELDS = {"handle", "seller", "buyer", "escrow", "funded", "domain_verified", "as_of"}
 
 
 def mint_proof(client, agent, nonce: str, audience: str = RP) -> str:

@@ -26,10 +26,6 @@ SUMMARIES = {
     ("GET", "/v1/deals/{deal_id}"): "Read a sealed deal and its reveal",
     ("POST", "/v1/deals/{deal_id}/ratings"): "Rate the counterparty of a deal",
     ("POST", "/v1/deals/{deal_id}/dispute"): "Dispute a deal",
-    ("POST", "/v1/deals/{deal_id}/delivery"): "Deliver the work of an escrow deal",
-    ("POST", "/v1/deals/{deal_id}/acceptance"): "Accept an escrow deal's delivery",
-    ("POST", "/v1/deals/{deal_id}/rejection"): "Reject an escrow deal's delivery",
-    ("POST", "/v1/deals/{deal_id}/ruling"): "Rule on a rejected escrow delivery",
 }
 ENTRY_POINTS = {("POST", "/v1/listings"), ("GET", "/v1/feed")}
 

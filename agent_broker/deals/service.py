@@ -113,7 +113,7 @@ def package(
     *,
     signer: Signer,
     now: datetime,
-    held: DealEscrow | None = None,
+    held: escrow.Escrow | None = None,
 ) -> dict:
     """The deal as one party sees it: the counterparty's coordinates, and a credential
     that party presents to the counterparty, and on an escrow deal the escrow (`held`).
@@ -149,7 +149,7 @@ def package(
     return body
 
 
-def evaluator_view(deal: Deal, held: DealEscrow, *, now: datetime) -> dict:
+def evaluator_view(deal: Deal, held: escrow.Escrow, *, now: datetime) -> dict:
     """The deal as its escrow's evaluator sees it: the escrow and the deal's times, and
     nothing that would let the evaluator reach either party."""
     if deal.status == "purged" or (now >= deal.purge_at and not escrow.is_open(held)):
@@ -165,13 +165,23 @@ def evaluator_view(deal: Deal, held: DealEscrow, *, now: datetime) -> dict:
     }
 
 
-def escrow_of(session: Session, deal: Deal) -> DealEscrow | None:
+def escrow_of(session: Session, deal: Deal) -> escrow.Escrow | None:
     return escrow.find(session, deal.id) if deal.settlement == "escrow" else None
 
 
-def render(session: Session, deal: Deal, account_id: str, *, signer: Signer, now: datetime) -> dict:
-    """The deal for whoever may read it: a party's package, or the evaluator's view."""
-    held = escrow_of(session, deal)
+def render(
+    session: Session,
+    deal: Deal,
+    account_id: str,
+    *,
+    signer: Signer,
+    now: datetime,
+    held: escrow.Escrow | None = None,
+) -> dict:
+    """The deal for whoever may read it: a party's package, or the evaluator's view; with
+    `held`, the deal's escrow as the caller's step just left it (not read again)."""
+    if held is None:
+        held = escrow_of(session, deal)
     if account_id in (deal.poster_id, deal.negotiator_id):
         return package(deal, account_id, signer=signer, now=now, held=held)
     if held is not None and escrow.evaluates(held, account_id):
@@ -181,12 +191,7 @@ def render(session: Session, deal: Deal, account_id: str, *, signer: Signer, now
 
 def extend_purge(session: Session, deal_id: str, *, settled_at: datetime) -> None:
     """An escrow deal is purged a deal's life after it settles, not after its seal."""
-    table = Deal.__table__
-    session.execute(
-        update(table)
-        .where(table.c.id == deal_id, table.c.purge_at < settled_at + REVEAL_LIFE)
-        .values(purge_at=settled_at + REVEAL_LIFE)
-    )
+    repository.extend_purge(session, deal_id, purge_at=settled_at + REVEAL_LIFE)
 
 
 def _reveal(other: dict, credential: str, kid: str) -> dict:
@@ -214,11 +219,19 @@ def _reveal(other: dict, credential: str, kid: str) -> dict:
     return reveal
 
 
-def read(session: Session, account_id: str, deal_id: str, *, signer: Signer, now: datetime) -> dict:
-    deal = session.get(Deal, deal_id)
+def read(
+    session: Session,
+    account_id: str,
+    deal_id: str,
+    *,
+    signer: Signer,
+    now: datetime,
+    held: escrow.Escrow | None = None,
+) -> dict:
+    deal = repository.find(session, deal_id)
     if deal is None:
         raise NotFound("No such deal.")
-    return render(session, deal, account_id, signer=signer, now=now)
+    return render(session, deal, account_id, signer=signer, now=now, held=held)
 
 
 def purge_due(session: Session, *, now: datetime) -> int:

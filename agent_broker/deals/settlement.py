@@ -12,14 +12,15 @@ from sqlalchemy.orm import Session
 
 from agent_broker.deals import service as deals
 from agent_broker.escrow import service as escrow
-from agent_broker.escrow.models import SETTLED, DealEscrow
+from agent_broker.escrow.models import SETTLED
+from agent_broker.escrow.service import Escrow
 from agent_broker.idempotency.service import IdempotencyKey, Outcome, run_once
 from agent_broker.tokens.keys import Signer
 
-Step = Callable[[], DealEscrow]
+Step = Callable[[], Escrow]
 
 
-def _after(session: Session, moved: DealEscrow) -> None:
+def _after(session: Session, moved: Escrow) -> None:
     if moved.status in SETTLED and moved.settled_at is not None:
         deals.extend_purge(session, moved.deal_id, settled_at=moved.settled_at)
 
@@ -39,8 +40,10 @@ def _once(
     renders the deal again."""
 
     def take() -> Outcome:
-        _after(session, step())
-        return Outcome(200, deals.read(session, account_id, deal_id, signer=signer, now=now))
+        moved = step()
+        _after(session, moved)
+        read = deals.read(session, account_id, deal_id, signer=signer, now=now, held=moved)
+        return Outcome(200, read)
 
     return run_once(
         session,
@@ -68,7 +71,7 @@ def deliver(
     signer: Signer,
     now: datetime,
 ) -> Outcome:
-    def step() -> DealEscrow:
+    def step() -> Escrow:
         return escrow.deliver(
             session, account_id, deal_id, note=note, evidence_sha256=evidence_sha256, now=now
         )
@@ -85,7 +88,7 @@ def accept(
     signer: Signer,
     now: datetime,
 ) -> Outcome:
-    def step() -> DealEscrow:
+    def step() -> Escrow:
         return escrow.accept(session, account_id, deal_id, now=now)
 
     return _once(session, account_id, deal_id, key, step, signer=signer, now=now)
@@ -101,7 +104,7 @@ def reject(
     signer: Signer,
     now: datetime,
 ) -> Outcome:
-    def step() -> DealEscrow:
+    def step() -> Escrow:
         return escrow.reject(session, account_id, deal_id, reason=reason, now=now)
 
     return _once(session, account_id, deal_id, key, step, signer=signer, now=now)
@@ -119,7 +122,7 @@ def rule(
     signer: Signer,
     now: datetime,
 ) -> Outcome:
-    def step() -> DealEscrow:
+    def step() -> Escrow:
         return escrow.rule(
             session,
             account_id,

@@ -2,7 +2,8 @@
 settlement (docs/interface.md §11.4). Every move is one conditional UPDATE on the escrow's
 status, so a step that races another (an acceptance and the deadline job, a ruling and an
 acceptance, two evaluators' calls) settles the escrow exactly once; the money moves only
-through the ledger, in the same transaction."""
+through the ledger, in the same transaction. An escrow is its row (agent_broker.escrow.
+repository): a named tuple of the table's columns."""
 
 from __future__ import annotations
 
@@ -10,12 +11,12 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
 from agent_broker import clock
+from agent_broker.escrow import repository
 from agent_broker.escrow.errors import EscrowOutOfTurn, EscrowSettled
-from agent_broker.escrow.models import OPEN, DealEscrow
+from agent_broker.escrow.models import OPEN
 from agent_broker.escrow.ruling import mint_ruling
 from agent_broker.ledger import escrow as money
 from agent_broker.problems import Forbidden, InvalidInput, NotFound
@@ -23,7 +24,7 @@ from agent_broker.reputation import service as reputation
 from agent_broker.tokens.keys import Signer
 from agent_broker.webhooks import service as webhooks
 
-_table = DealEscrow.__table__
+Escrow = Any  # an escrow's row (agent_broker.escrow.repository)
 FULL = 10_000  # basis points: the whole amount
 SHARES = {"release": FULL, "refund": 0}
 OUTCOME_STATUS = {"release": "released", "refund": "refunded", "split": "split"}
@@ -51,9 +52,10 @@ def open_escrow(
     fee_bps: int,
     counts_for_reputation: bool,
     now: datetime,
-) -> DealEscrow:
+) -> Escrow:
     """Record the escrow of a deal being sealed (its price is moved by the seal)."""
-    held = DealEscrow(
+    return repository.insert(
+        session,
         deal_id=deal_id,
         buyer_id=buyer_id,
         seller_id=seller_id,
@@ -66,31 +68,39 @@ def open_escrow(
         status="held",
         created_at=now,
         deliver_by=now + timedelta(hours=terms.delivery_hours),
+        delivered_at=None,
+        accept_by=None,
+        delivery_note=None,
+        evidence_sha256=None,
+        rejected_at=None,
+        rejection_reason=None,
+        ruling_outcome=None,
+        ruling_seller_share_bps=None,
+        ruling_reason=None,
+        ruling_token=None,
+        ruled_at=None,
+        released_micro=None,
+        refunded_micro=None,
+        fee_micro=None,
+        settled_at=None,
+        settled_by=None,
     )
-    session.add(held)
-    session.flush()
-    return held
 
 
-def find(session: Session, deal_id: str) -> DealEscrow | None:
-    return session.get(DealEscrow, deal_id)
+def find(session: Session, deal_id: str) -> Escrow | None:
+    return repository.find(session, deal_id)
 
 
-def is_open(escrow: DealEscrow | None) -> bool:
+def is_open(escrow: Escrow | None) -> bool:
     return escrow is not None and escrow.status in OPEN
 
 
 def held_as_buyer(session: Session, account_id: str) -> int:
     """The prices the account's open escrow deals hold of its money, as buyer."""
-    held = session.scalar(
-        select(func.coalesce(func.sum(_table.c.amount_micro), 0)).where(
-            _table.c.buyer_id == account_id, _table.c.status.in_(OPEN)
-        )
-    )
-    return int(held or 0)
+    return repository.held_as_buyer(session, account_id)
 
 
-def view(escrow: DealEscrow) -> dict[str, Any]:
+def view(escrow: Escrow) -> dict[str, Any]:
     """The escrow as the deal shows it to its parties and its evaluator."""
     body: dict[str, Any] = {
         "status": escrow.status,
@@ -131,11 +141,11 @@ def view(escrow: DealEscrow) -> dict[str, Any]:
     return body
 
 
-def evaluates(escrow: DealEscrow | None, account_id: str) -> bool:
+def evaluates(escrow: Escrow | None, account_id: str) -> bool:
     return escrow is not None and escrow.evaluator_id == account_id
 
 
-def _escrow_for(session: Session, deal_id: str, account_id: str | None) -> DealEscrow:
+def _escrow_for(session: Session, deal_id: str, account_id: str | None) -> Escrow:
     """The escrow, for one of its parties or its evaluator (None: the operator); anyone
     else cannot tell it from a deal that does not exist."""
     escrow = find(session, deal_id)
@@ -150,39 +160,23 @@ def _escrow_for(session: Session, deal_id: str, account_id: str | None) -> DealE
     return escrow
 
 
-def _refuse_settled(escrow: DealEscrow) -> None:
+def _refuse_settled(escrow: Escrow) -> None:
     if escrow.status not in OPEN:
         raise EscrowSettled(f"This deal's escrow has already settled ({escrow.status}).")
 
 
-def _move(session: Session, deal_id: str, expected: str, **values: Any) -> DealEscrow | None:
-    """Move the escrow out of `expected` (one conditional UPDATE): the row as moved, or
-    None when another step moved it first."""
-    row = session.execute(
-        update(_table)
-        .where(_table.c.deal_id == deal_id, _table.c.status == expected)
-        .values(**values)
-        .returning(_table.c.deal_id)
-    ).first()
-    if row is None:
-        return None
-    escrow = session.get(DealEscrow, deal_id)
-    session.refresh(escrow)
-    return escrow
-
-
-def _moved_or_refuse(session: Session, deal_id: str, expected: str, **values: Any) -> DealEscrow:
-    moved = _move(session, deal_id, expected, **values)
+def _moved_or_refuse(session: Session, deal_id: str, moved: Escrow | None) -> Escrow:
+    """The escrow as a conditional move left it; when another step moved it first, the
+    refusal that says what it is now."""
     if moved is None:
         escrow = find(session, deal_id)
-        session.refresh(escrow)
         _refuse_settled(escrow)
         raise EscrowOutOfTurn(f"The escrow is {escrow.status} now; read the deal again.")
     return moved
 
 
 def _tell(
-    session: Session, escrow: DealEscrow, event: str, *, evaluator_too: bool, now: datetime
+    session: Session, escrow: Escrow, event: str, *, evaluator_too: bool, now: datetime
 ) -> None:
     data = {"deal_id": escrow.deal_id, "escrow": view(escrow)}
     parties = (escrow.seller_id, escrow.buyer_id)
@@ -193,7 +187,7 @@ def _tell(
 
 def _settle(
     session: Session,
-    escrow: DealEscrow,
+    escrow: Escrow,
     *,
     expected: str,
     outcome: str,
@@ -201,17 +195,17 @@ def _settle(
     settled_by: str,
     now: datetime,
     **values: Any,
-) -> DealEscrow:
+) -> Escrow:
     """Settle the escrow from `expected`: pay it out through the ledger, count it on the
     seller's record, tell both parties. Refused (409) if another step settled it first."""
     status = OUTCOME_STATUS[outcome]
     plan = money.plan(
         escrow.amount_micro, seller_share_bps=seller_share_bps, fee_bps=escrow.fee_bps
     )
-    settled = _moved_or_refuse(
+    moved = repository.settle(
         session,
         escrow.deal_id,
-        expected,
+        expected=expected,
         status=status,
         released_micro=plan.released_micro,
         refunded_micro=plan.refunded_micro,
@@ -220,6 +214,7 @@ def _settle(
         settled_by=settled_by,
         **values,
     )
+    settled = _moved_or_refuse(session, escrow.deal_id, moved)
     money.settle(
         session,
         plan,
@@ -247,7 +242,7 @@ def deliver(
     note: str | None,
     evidence_sha256: str | None,
     now: datetime,
-) -> DealEscrow:
+) -> Escrow:
     """The seller says the work is delivered; the buyer's acceptance clock starts."""
     escrow = _escrow_for(session, deal_id, account_id)
     if account_id != escrow.seller_id:
@@ -257,21 +252,20 @@ def deliver(
         raise EscrowOutOfTurn("This deal's work was delivered already.")
     if now > escrow.deliver_by:
         raise EscrowOutOfTurn("The delivery deadline has passed; the escrow is refunded.")
-    delivered = _moved_or_refuse(
+    moved = repository.deliver(
         session,
         deal_id,
-        "held",
-        status="delivered",
         delivered_at=now,
         accept_by=now + timedelta(hours=escrow.acceptance_hours),
         delivery_note=note,
         evidence_sha256=evidence_sha256,
     )
+    delivered = _moved_or_refuse(session, deal_id, moved)
     _tell(session, delivered, "deal.delivered", evaluator_too=False, now=now)
     return delivered
 
 
-def accept(session: Session, account_id: str, deal_id: str, *, now: datetime) -> DealEscrow:
+def accept(session: Session, account_id: str, deal_id: str, *, now: datetime) -> Escrow:
     """The buyer accepts the delivery: the seller is paid the price less the fee."""
     escrow = _escrow_for(session, deal_id, account_id)
     if account_id != escrow.buyer_id:
@@ -292,7 +286,7 @@ def accept(session: Session, account_id: str, deal_id: str, *, now: datetime) ->
 
 def reject(
     session: Session, account_id: str, deal_id: str, *, reason: str, now: datetime
-) -> DealEscrow:
+) -> Escrow:
     """The buyer rejects the delivery; the escrow waits for the evaluator's ruling."""
     escrow = _escrow_for(session, deal_id, account_id)
     if account_id != escrow.buyer_id:
@@ -304,9 +298,8 @@ def reject(
         raise EscrowOutOfTurn("The acceptance deadline has passed; the escrow is released.")
     if not reason.strip():
         raise InvalidInput("reason must not be empty.")
-    rejected = _moved_or_refuse(
-        session, deal_id, "delivered", status="rejected", rejected_at=now, rejection_reason=reason
-    )
+    moved = repository.reject(session, deal_id, rejected_at=now, rejection_reason=reason)
+    rejected = _moved_or_refuse(session, deal_id, moved)
     _tell(session, rejected, "deal.rejected", evaluator_too=True, now=now)
     return rejected
 
@@ -321,7 +314,7 @@ def rule(
     reason: str,
     signer: Signer,
     now: datetime,
-) -> DealEscrow:
+) -> Escrow:
     """The evaluator (None: the operator, where no account evaluates) rules on a rejected
     delivery: release, refund, or split with the seller's share in basis points."""
     escrow = _escrow_for(session, deal_id, evaluator_id)
@@ -377,22 +370,13 @@ def _share(outcome: str, seller_share_bps: int | None) -> int:
 # --- Deadlines: the escrow-deadlines job ----------------------------------------------
 
 
-def settle_due(session: Session, *, now: datetime, limit: int = 200) -> list[DealEscrow]:
+def settle_due(session: Session, *, now: datetime, limit: int = 200) -> list[Escrow]:
     """Refund escrows not delivered by deliver_by; release those delivered and neither
     accepted nor rejected by accept_by. A rejected escrow waits for its ruling. Each is
     settled by its own conditional move, so a party's step racing the job wins or loses
     as a whole."""
-    due = session.scalars(
-        select(DealEscrow)
-        .where(
-            ((_table.c.status == "held") & (_table.c.deliver_by < now))
-            | ((_table.c.status == "delivered") & (_table.c.accept_by < now))
-        )
-        .order_by(_table.c.deliver_by)
-        .limit(limit)
-    ).all()
     settled = []
-    for escrow in due:
+    for escrow in repository.due(session, now=now, limit=limit):
         outcome = "refund" if escrow.status == "held" else "release"
         try:
             with session.begin_nested():

@@ -26,7 +26,9 @@ _DESCRIPTION = (
 
 
 def operation_name(request: Request) -> str:
-    template = getattr(request.scope.get("route"), "path", request.url.path)
+    route = request.scope.get("route")
+    # The route's template; the URL (only built when no route matched) costs more.
+    template = route.path if route is not None else request.url.path
     return f"{request.method} {template}"
 
 

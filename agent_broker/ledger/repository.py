@@ -5,6 +5,7 @@ operation whatever the session."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -37,34 +38,31 @@ _INSERT_ENTRY = Prepared(
     )
     .returning(_entries.c.sequence)
 )
-_INSERT_POSTING = Prepared(
-    insert(_postings).values(
-        entry_sequence=bindparam("sequence"),
-        account_code=bindparam("code"),
-        amount_micro=bindparam("amount"),
+
+
+@functools.cache
+def _inserting_postings(count: int) -> Prepared:
+    """One statement writing an entry's `count` postings, in the entry's order, as single
+    inserts would (nearly every entry has two: a wallet and a book)."""
+    return Prepared(
+        insert(_postings).values(
+            [
+                {
+                    "entry_sequence": bindparam("sequence"),
+                    "account_code": bindparam(f"code{i}"),
+                    "amount_micro": bindparam(f"amount{i}"),
+                }
+                for i in range(count)
+            ]
+        )
     )
-)
-# Nearly every entry has two postings (a wallet and a book): one statement writes both,
-# in the entry's order, as two single inserts would.
-_INSERT_POSTING_PAIR = Prepared(
-    insert(_postings).values(
-        [
-            {
-                "entry_sequence": bindparam("sequence"),
-                "account_code": bindparam(f"code{i}"),
-                "amount_micro": bindparam(f"amount{i}"),
-            }
-            for i in (0, 1)
-        ]
-    )
-)
 
 
 def _entry_with_pair(dialect_name: str) -> Any:
     """PostgreSQL: the entry and its two postings in one statement (the entry's INSERT as a
     WITH clause whose RETURNING feeds the postings), so the caller need not wait for the
     entry's sequence and the whole entry can go with the next round trip. The postings
-    keep the entry's order, as _INSERT_POSTING_PAIR writes them."""
+    keep the entry's order, as _inserting_postings writes them."""
     assert dialect_name == "postgresql", "SQLite writes the entry, then its postings"
     entry = _INSERT_ENTRY.statement.cte("entry")  # type: ignore[union-attr]
     pair = [
@@ -105,19 +103,14 @@ def insert_entry(
         "real_money": real_money,
         "created_at": created_at,
     }
-    pair = None
-    if len(postings) == 2:
-        (code0, amount0), (code1, amount1) = postings
-        pair = {"code0": code0, "amount0": amount0, "code1": code1, "amount1": amount1}
-        if saves_round_trips(session):
-            _INSERT_ENTRY_WITH_PAIR.queue(session, **entry, **pair)
-            return
-    sequence = _INSERT_ENTRY.scalar(session, **entry)
-    if pair is not None:
-        _INSERT_POSTING_PAIR.queue(session, sequence=sequence, **pair)
+    lines: dict[str, Any] = {}
+    for i, (code, amount) in enumerate(postings):
+        lines[f"code{i}"], lines[f"amount{i}"] = code, amount
+    if len(postings) == 2 and saves_round_trips(session):
+        _INSERT_ENTRY_WITH_PAIR.queue(session, **entry, **lines)
         return
-    for code, amount in postings:
-        _INSERT_POSTING.queue(session, sequence=sequence, code=code, amount=amount)
+    sequence = _INSERT_ENTRY.scalar(session, **entry)
+    _inserting_postings(len(postings)).queue(session, sequence=sequence, **lines)
 
 
 # Wallet balances.

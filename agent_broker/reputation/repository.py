@@ -87,6 +87,21 @@ _SEALED_STATS = Prepared(
         counterparties=_stats.c.counterparties + bindparam("new_counterparties"),
     )
 )
+# An escrow settled: one more of its outcome on the seller's record, and one more
+# delivered on time when it was.
+_ESCROW_SETTLED = {
+    column: Prepared(
+        update(_stats)
+        .where(_stats.c.account_id == bindparam("account_id"))
+        .values(
+            {
+                column: _stats.c[column] + 1,
+                "escrow_on_time": _stats.c.escrow_on_time + bindparam("on_time"),
+            }
+        )
+    )
+    for column in ("escrow_released", "escrow_refunded", "escrow_split")
+}
 _TOUCH = Prepared(
     update(_stats)
     .where(_stats.c.account_id == bindparam("account_id"))
@@ -184,6 +199,13 @@ def record_sealed_stats(
     _SEALED_STATS.queue(
         session, account_id=account_id, now=now, new_counterparties=new_counterparties
     )
+
+
+def count_escrow(session: Session, account_id: str, *, column: str, on_time: bool) -> None:
+    """One more settled escrow in the seller's `column` (escrow_released, _refunded or
+    _split), and in escrow_on_time if it was delivered on time (sent with the next round
+    trip)."""
+    _ESCROW_SETTLED[column].queue(session, account_id=account_id, on_time=int(on_time))
 
 
 def touch(session: Session, account_id: str, *, now: datetime) -> None:

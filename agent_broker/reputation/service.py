@@ -138,10 +138,7 @@ ESCROW_COUNTERS = {
 def record_escrow(session: Session, *, seller_id: str, outcome: str, on_time: bool) -> None:
     """An escrow deal settled (released, refunded or split): it counts on the seller's
     record, with whether the work was delivered before its deadline."""
-    increments = {ESCROW_COUNTERS[outcome]: 1}
-    if on_time:
-        increments["escrow_on_time"] = 1
-    _bump_stats(session, seller_id, **increments)
+    repository.count_escrow(session, seller_id, column=ESCROW_COUNTERS[outcome], on_time=on_time)
 
 
 def touch(session: Session, account_ids: list[str], *, now: datetime) -> None:

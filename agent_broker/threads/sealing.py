@@ -17,7 +17,6 @@ from agent_broker.accounts.models import AccountRecord
 from agent_broker.deals import service as deals
 from agent_broker.escrow import service as escrow
 from agent_broker.escrow.errors import HeldFundsMismatch
-from agent_broker.escrow.models import DealEscrow
 from agent_broker.escrow.service import EscrowTerms
 from agent_broker.idempotency.service import IdempotencyKey, Outcome, run_once
 from agent_broker.ledger import books
@@ -138,7 +137,7 @@ def _hold_price(
     *,
     fee_bps: int,
     now: datetime,
-) -> DealEscrow:
+) -> escrow.Escrow:
     """Move the buyer's price into escrow and record the escrow. On a sell listing the
     buyer (the opener) holds it already and the hold must be exactly the price; on a buy
     listing the poster is the buyer and pays it now (402 when short)."""

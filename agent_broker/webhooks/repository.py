@@ -27,11 +27,24 @@ def _xid(value: Any) -> Any:
     return cast(cast(value, Text), BigInteger)
 
 
-def _log_event(dialect_name: str) -> Any:
-    values: dict[str, Any] = {key: bindparam(key) for key in _LOGGED}
-    if dialect_name == "postgresql":
-        values["txid"] = _xid(func.pg_current_xact_id())
-    return insert(_log).values(values)
+def _log_events(count: int) -> Prepared:
+    """One statement writing an event into `count` accounts' logs, in the order given (as
+    single inserts would): ids and accounts bound as id0, account_id0, ..."""
+
+    def build(dialect_name: str) -> Any:
+        rows = []
+        for i in range(count):
+            values: dict[str, Any] = {
+                "id": bindparam(f"id{i}"),
+                "account_id": bindparam(f"account_id{i}"),
+                **{key: bindparam(key) for key in ("type", "payload", "created_at")},
+            }
+            if dialect_name == "postgresql":
+                values["txid"] = _xid(func.pg_current_xact_id())
+            rows.append(values)
+        return insert(_log).values(rows)
+
+    return Prepared(build)
 
 
 def _logged_after(dialect_name: str) -> Any:
@@ -49,7 +62,8 @@ def _logged_after(dialect_name: str) -> Any:
     return statement
 
 
-_INSERT_LOGGED = Prepared(_log_event)
+# An event goes to one account's log or to both parties' (the two cases there are).
+_INSERT_LOGGED = {count: _log_events(count) for count in (1, 2)}
 _LOGGED_AFTER = Prepared(_logged_after)
 _SEQUENCE_OF = Prepared(
     select(_log.c.sequence).where(
@@ -61,19 +75,18 @@ _SEQUENCE_OF = Prepared(
 def log_event(
     session: Session,
     *,
-    event_id: str,
-    account_id: str,
+    event_ids: dict[str, str],
     event_type: str,
     payload: str,
     now: datetime,
 ) -> None:
-    _INSERT_LOGGED.queue(
-        session,
-        id=event_id,
-        account_id=account_id,
-        type=event_type,
-        payload=payload,
-        created_at=now,
+    """Write the event into each account's log (`event_ids`: account id -> event id, in
+    the order to write them)."""
+    ids = {}
+    for i, (account_id, event_id) in enumerate(event_ids.items()):
+        ids[f"id{i}"], ids[f"account_id{i}"] = event_id, account_id
+    _INSERT_LOGGED[len(event_ids)].queue(
+        session, type=event_type, payload=payload, created_at=now, **ids
     )
 
 

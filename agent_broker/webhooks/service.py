@@ -102,15 +102,7 @@ def _write_events(
     payload = {"type": event_type, "timestamp": clock.rfc3339(now), "data": data}
     body = json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
     event_ids = {account_id: f"msg_{uuid.uuid4().hex}" for account_id in account_ids}
-    for account_id, event_id in event_ids.items():
-        repository.log_event(
-            session,
-            event_id=event_id,
-            account_id=account_id,
-            event_type=event_type,
-            payload=body,
-            now=now,
-        )
+    repository.log_event(session, event_ids=event_ids, event_type=event_type, payload=body, now=now)
     for account_id in repository.event_candidates(session, account_ids):
         repository.insert_event(
             session,

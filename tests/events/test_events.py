@@ -246,8 +246,7 @@ def test_a_reader_never_passes_an_event_still_being_written(app, client):
     def write(session, event_id: str) -> None:
         repository.log_event(
             session,
-            event_id=event_id,
-            account_id=agent.account_id,
+            event_ids={agent.account_id: event_id},
             event_type="thread.offer",
             payload="{}",
             now=now,

@@ -5,9 +5,8 @@ bears every escrow out."""
 
 from __future__ import annotations
 
-import threading
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from datetime import timedelta
 
 import httpx
@@ -20,41 +19,15 @@ from agent_broker.ledger import books
 from agent_broker.ledger.models import JournalEntry, Posting
 from tests.support.escrow import PRICE, escrow_market, ledger_problems, sealed
 from tests.support.http import new_key
+from tests.support.races import all_at_once, racing_app  # noqa: F401 (racing_app: the app fixture)
 
 SETTLING = ("escrow_release", "escrow_refund", "escrow_split")
-
-
-@pytest.fixture(params=["inline", "threads"])
-def app(request: pytest.FixtureRequest, make_app, database_url):
-    """Both ways PostgreSQL work runs: one writer at a time per process, or several
-    transactions at once in one process, racing in the database itself."""
-    if request.param == "threads" and database_url.startswith("sqlite"):
-        pytest.skip("SQLite's work always runs inline")
-    return make_app(db_dispatch=request.param)
 
 
 @pytest.fixture
 def http(live_server: str) -> Iterator[httpx.Client]:
     with httpx.Client(base_url=live_server, timeout=60) as client:
         yield client
-
-
-def _all_at_once(base_url: str, calls: list[Callable[[httpx.Client], object]]) -> list:
-    """Run the calls in threads released together, each on its own connection."""
-    barrier = threading.Barrier(len(calls))
-    results: list = [None] * len(calls)
-
-    def run(i: int, call: Callable[[httpx.Client], object]) -> None:
-        with httpx.Client(base_url=base_url, timeout=60) as client:
-            barrier.wait()
-            results[i] = call(client)
-
-    threads = [threading.Thread(target=run, args=(i, c)) for i, c in enumerate(calls)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    return results
 
 
 def _step(agent, deal_id: str, name: str, key: str | None = None, **body):  # type: ignore[no-untyped-def]
@@ -98,7 +71,7 @@ def test_acceptances_racing_the_deadline_job_settle_once(app, http, live_server)
     clock.advance(timedelta(hours=49))  # past accept_by: the job releases it too
     calls = [_step(market.buyer, deal, "acceptance") for _ in range(4)]
     calls.append(lambda _client: run_job(app.state.context, "escrow-deadlines"))
-    results = _all_at_once(live_server, calls)
+    results = all_at_once(calls, live_server)
     accepted = _outcomes(results[:4])
     job = results[4]
     assert accepted["ok"] + (job == "settled 1 escrows past their deadline") == 1, (accepted, job)
@@ -112,7 +85,7 @@ def test_an_acceptance_and_a_rejection_at_once_have_one_outcome(app, http, live_
     market, deal = _delivered(app, http)
     calls = [_step(market.buyer, deal, "acceptance") for _ in range(2)]
     calls += [_step(market.buyer, deal, "rejection", reason="no") for _ in range(2)]
-    outcomes = _outcomes(_all_at_once(live_server, calls))
+    outcomes = _outcomes(all_at_once(calls, live_server))
     assert outcomes["ok"] == 1, outcomes
     escrow = http.get(f"/v1/deals/{deal}", headers=market.buyer.headers).json()["escrow"]
     if escrow["status"] == "rejected":
@@ -133,7 +106,7 @@ def test_two_rulings_at_once_pay_out_once(app, http, live_server):
             market.evaluator, deal, "ruling", outcome="split", seller_share_bps=2_500, reason="c"
         ),
     ]
-    outcomes = _outcomes(_all_at_once(live_server, calls))
+    outcomes = _outcomes(all_at_once(calls, live_server))
     assert outcomes == Counter({"ok": 1, "409 already_finalized": 2}), outcomes
     assert _settlements(app, deal) == 1
     assert _escrow_book(app) == 0
@@ -143,7 +116,7 @@ def test_two_rulings_at_once_pay_out_once(app, http, live_server):
 def test_retries_with_one_key_accept_once(app, http, live_server):
     market, deal = _delivered(app, http)
     key = new_key()
-    results = _all_at_once(live_server, [_step(market.buyer, deal, "acceptance", key=key)] * 4)
+    results = all_at_once([_step(market.buyer, deal, "acceptance", key=key)] * 4, live_server)
     outcomes = _outcomes(results)
     assert outcomes["ok"] >= 1, outcomes
     assert set(outcomes) <= {"ok", "409 idempotency_key_reuse"}, outcomes

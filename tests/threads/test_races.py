@@ -4,7 +4,6 @@ its refusal, nothing answers 5xx, and holds and balances add up afterwards."""
 
 from __future__ import annotations
 
-import threading
 from collections import Counter
 
 import httpx
@@ -13,6 +12,7 @@ import pytest
 from tests.support.accounts import fund
 from tests.support.http import new_key
 from tests.support.market import DEAL_FEE, FEE
+from tests.support.races import all_at_once, racing_app  # noqa: F401 (racing_app: the app fixture)
 
 START = 20_000_000
 ROUNDS = 6
@@ -26,15 +26,6 @@ LISTING = {
     "price_micro": 3_000_000,
     "body": "Intent and urgency labels, two passes, agreement report included.",
 }
-
-
-@pytest.fixture(params=["inline", "threads"])
-def app(request: pytest.FixtureRequest, make_app, database_url):
-    """Both ways PostgreSQL work runs (BROKER_DB_DISPATCH): one writer at a time per process,
-    or several transactions at once in one process, racing in the database itself."""
-    if request.param == "threads" and database_url.startswith("sqlite"):
-        pytest.skip("SQLite's work always runs inline")
-    return make_app(db_dispatch=request.param)
 
 
 def _agent(http: httpx.Client, app, n: int) -> dict[str, str]:
@@ -52,25 +43,6 @@ def _agent(http: httpx.Client, app, n: int) -> dict[str, str]:
     ).raise_for_status()
     fund(app, made["account_id"], START, real_money=True)
     return headers
-
-
-def _all_at_once(calls) -> list[httpx.Response]:
-    """Run the calls in threads released together; each uses its own connection."""
-    barrier = threading.Barrier(len(calls))
-    results: list[httpx.Response | None] = [None] * len(calls)
-
-    def run(i: int, call) -> None:
-        with httpx.Client(timeout=60) as http:
-            barrier.wait()
-            results[i] = call(http)
-
-    threads = [threading.Thread(target=run, args=(i, c)) for i, c in enumerate(calls)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert all(r is not None for r in results)
-    return results  # type: ignore[return-value]
 
 
 def _reason(response: httpx.Response) -> str:
@@ -119,7 +91,7 @@ def test_exactly_one_deal_per_listing_under_concurrent_finalize_and_open(
                 )
 
             calls = [finalize(t) for t in thread_ids] + [open_late(h) for h in late]
-            results = _all_at_once(calls)
+            results = all_at_once(calls)
             finals, opens = results[:COMPETITORS], results[COMPETITORS:]
             for response in results:
                 assert response.status_code < 500, response.text

@@ -33,7 +33,8 @@ STARTUP_S = 60.0  # importing the app on a busy machine takes seconds
 RUN_S = 120.0  # one example, at most
 UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
 
-# Every example, with the test that runs it; local_tls.py is their helper, not an example.
+# Every example, with the test that runs it; local_tls.py and curl_helpers.sh are their
+# helpers, not examples.
 RUN_BY = {
     "first-session.sh": "test_first_session_with_curl",
     "escrow-deal.sh": "test_escrow_deal_with_curl",
@@ -45,7 +46,7 @@ RUN_BY = {
     "webhook.py": "test_webhook_event_received_and_verified",
     "domain_proof.py": "test_domain_proof_against_a_local_https_site",
 }
-HELPERS = {"local_tls.py", "README.md"}
+HELPERS = {"local_tls.py", "curl_helpers.sh", "README.md"}
 
 
 @dataclass

@@ -21,6 +21,7 @@ _IS_OPEN = or_(*(_c.status == status for status in OPEN))
 
 _ESCROW = Prepared(select(_escrows).where(_c.deal_id == bindparam("deal_id")))
 _INSERT = inserting(_escrows, returning=True)
+_EMPTY = {column.key: None for column in _escrows.c}
 _HELD_AS_BUYER = Prepared(
     select(func.coalesce(func.sum(_c.amount_micro), 0)).where(
         _c.buyer_id == bindparam("buyer_id"), _IS_OPEN
@@ -68,9 +69,9 @@ def find(session: Session, deal_id: str) -> Any:
 
 
 def insert(session: Session, **columns: Any) -> Any:
-    """Insert an escrow, given every column; its row (the insert goes with the session's
-    next round trip where that saves one)."""
-    return _INSERT.queue_row(session, **columns)
+    """Insert an escrow (the columns not given are empty until a step fills them); its
+    row (the insert goes with the session's next round trip where that saves one)."""
+    return _INSERT.queue_row(session, **{**_EMPTY, **columns})
 
 
 def held_as_buyer(session: Session, account_id: str) -> int:
@@ -92,5 +93,9 @@ def reject(session: Session, deal_id: str, **values: Any) -> Any:
 
 def settle(session: Session, deal_id: str, *, expected: str, status: str, **values: Any) -> Any:
     """Settle the escrow from `expected` to `status`; with ruling_* values, as ruled."""
-    moving = _SETTLE_RULED if "ruled_at" in values else _SETTLE[expected]
+    if "ruled_at" in values:
+        assert expected == "rejected", "only a rejected escrow is ruled on"
+        moving = _SETTLE_RULED
+    else:
+        moving = _SETTLE[expected]
     return moving.one_or_none(session, deal_id=deal_id, to_status=status, **values)

@@ -68,22 +68,6 @@ def open_escrow(
         status="held",
         created_at=now,
         deliver_by=now + timedelta(hours=terms.delivery_hours),
-        delivered_at=None,
-        accept_by=None,
-        delivery_note=None,
-        evidence_sha256=None,
-        rejected_at=None,
-        rejection_reason=None,
-        ruling_outcome=None,
-        ruling_seller_share_bps=None,
-        ruling_reason=None,
-        ruling_token=None,
-        ruled_at=None,
-        released_micro=None,
-        refunded_micro=None,
-        fee_micro=None,
-        settled_at=None,
-        settled_by=None,
     )
 
 

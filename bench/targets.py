@@ -109,11 +109,13 @@ def escrow_cycle_target(direct: CycleResult | None, escrow: CycleResult | None) 
     ratio = escrow.per_second / direct.per_second
     failed = f", {escrow.failed} failed cycles" if escrow.failed else ""
     cpu = _cpu_per_deal(escrow, direct)
+    # Judged per deal; the rate per request says what each escrow request costs.
+    per_request = ratio * escrow.requests_per_deal / direct.requests_per_deal
     return Target(
         title,
         f"{ratio:.3f} x direct ({escrow.per_second:.1f} released vs {direct.per_second:.1f} "
         f"sealed deals/s; {escrow.requests_per_deal} vs {direct.requests_per_deal} requests "
-        f"a deal{cpu}){failed}",
+        f"a deal, {per_request:.3f} x direct per request{cpu}){failed}",
         _ms(escrow.percentile_ms(0.99)),
         ratio >= ESCROW_RATIO and not escrow.failed,
     )

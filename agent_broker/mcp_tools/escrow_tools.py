@@ -5,6 +5,7 @@ one, and answers the deal as its caller reads it."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Literal
 
 from mcp.server.mcpserver import Context
@@ -17,7 +18,7 @@ from agent_broker.deals.schemas import (
     RejectionRequest,
     RulingRequest,
 )
-from agent_broker.idempotency.service import IdempotencyKey
+from agent_broker.idempotency.service import Outcome
 from agent_broker.mcp_tools.common import (
     FINAL,
     KEYED,
@@ -31,13 +32,32 @@ from agent_broker.mcp_tools.plumbing import as_caller, idempotency, parsed
 from agent_broker.tokens.keys import Signer
 
 
-def _key(box: Toolbox, raw: str, step: str, deal_id: str, body: Any) -> IdempotencyKey:
-    """The key as the step's REST route makes it (same operation name and fingerprint)."""
-    key = idempotency(
-        box.context, raw, f"POST /v1/deals/{{deal_id}}/{step}", {"deal_id": deal_id}, body
-    )
+async def _step(
+    box: Toolbox,
+    ctx: Context,
+    raw_key: str,
+    deal_id: str,
+    step: str,
+    sent: Any,
+    take: Callable[..., Outcome],
+    **options: Any,
+) -> Result:
+    """Take an escrow step (`take`, a function of agent_broker.deals.settlement) as the
+    caller, under the key its REST route (.../{step}) would make of the same call (same
+    operation name and fingerprint); the deal as the caller reads it."""
+    route = f"POST /v1/deals/{{deal_id}}/{step}"
+    key = idempotency(box.context, raw_key, route, {"deal_id": deal_id}, sent)
     assert key is not None
-    return key
+    signer = box.context.part(Signer)
+    outcome = await as_caller(
+        box.context,
+        box.key_of(ctx),
+        lambda session, caller: take(
+            session, caller.account_id, deal_id, key, signer=signer, now=clock.now(), **options
+        ),
+        write=True,
+    )
+    return shaped(DealPackage, outcome.body)
 
 
 def add_deliver_deal(box: Toolbox) -> None:
@@ -58,24 +78,17 @@ def add_deliver_deal(box: Toolbox) -> None:
         fields = {"note": note, "evidence_sha256": evidence_sha256}
         request = parsed(DeliveryRequest, fields)
         sent = {k: v for k, v in fields.items() if v is not None}
-        key = _key(box, idempotency_key, "delivery", deal_id, sent)
-        signer = box.context.part(Signer)
-        outcome = await as_caller(
-            box.context,
-            box.key_of(ctx),
-            lambda session, caller: settlement.deliver(
-                session,
-                caller.account_id,
-                deal_id,
-                key,
-                note=request.note,
-                evidence_sha256=request.evidence_sha256,
-                signer=signer,
-                now=clock.now(),
-            ),
-            write=True,
+        return await _step(
+            box,
+            ctx,
+            idempotency_key,
+            deal_id,
+            "delivery",
+            sent,
+            settlement.deliver,
+            note=request.note,
+            evidence_sha256=request.evidence_sha256,
         )
-        return shaped(DealPackage, outcome.body)
 
 
 def add_accept_delivery(box: Toolbox) -> None:
@@ -88,17 +101,9 @@ def add_accept_delivery(box: Toolbox) -> None:
     async def accept_delivery(
         ctx: Context, deal_id: Id, idempotency_key: IdempotencyKeyArg
     ) -> Result:
-        key = _key(box, idempotency_key, "acceptance", deal_id, None)
-        signer = box.context.part(Signer)
-        outcome = await as_caller(
-            box.context,
-            box.key_of(ctx),
-            lambda session, caller: settlement.accept(
-                session, caller.account_id, deal_id, key, signer=signer, now=clock.now()
-            ),
-            write=True,
+        return await _step(
+            box, ctx, idempotency_key, deal_id, "acceptance", None, settlement.accept
         )
-        return shaped(DealPackage, outcome.body)
 
 
 def add_reject_delivery(box: Toolbox) -> None:
@@ -112,23 +117,16 @@ def add_reject_delivery(box: Toolbox) -> None:
         ctx: Context, deal_id: Id, reason: str, idempotency_key: IdempotencyKeyArg
     ) -> Result:
         request = parsed(RejectionRequest, {"reason": reason})
-        key = _key(box, idempotency_key, "rejection", deal_id, {"reason": reason})
-        signer = box.context.part(Signer)
-        outcome = await as_caller(
-            box.context,
-            box.key_of(ctx),
-            lambda session, caller: settlement.reject(
-                session,
-                caller.account_id,
-                deal_id,
-                key,
-                reason=request.reason,
-                signer=signer,
-                now=clock.now(),
-            ),
-            write=True,
+        return await _step(
+            box,
+            ctx,
+            idempotency_key,
+            deal_id,
+            "rejection",
+            {"reason": reason},
+            settlement.reject,
+            reason=request.reason,
         )
-        return shaped(DealPackage, outcome.body)
 
 
 def add_rule_on_deal(box: Toolbox) -> None:
@@ -150,22 +148,15 @@ def add_rule_on_deal(box: Toolbox) -> None:
         fields = {"outcome": outcome, "seller_share_bps": seller_share_bps, "reason": reason}
         request = parsed(RulingRequest, fields)
         sent = {k: v for k, v in fields.items() if v is not None}
-        key = _key(box, idempotency_key, "ruling", deal_id, sent)
-        signer = box.context.part(Signer)
-        answer = await as_caller(
-            box.context,
-            box.key_of(ctx),
-            lambda session, caller: settlement.rule(
-                session,
-                caller.account_id,
-                deal_id,
-                key,
-                outcome=request.outcome,
-                seller_share_bps=request.seller_share_bps,
-                reason=request.reason,
-                signer=signer,
-                now=clock.now(),
-            ),
-            write=True,
+        return await _step(
+            box,
+            ctx,
+            idempotency_key,
+            deal_id,
+            "ruling",
+            sent,
+            settlement.rule,
+            outcome=request.outcome,
+            seller_share_bps=request.seller_share_bps,
+            reason=request.reason,
         )
-        return shaped(DealPackage, answer.body)

@@ -15,6 +15,7 @@ from tests.support.escrow import (
     ledger_problems,
     open_priced,
     priced_offer,
+    rejected,
     sealed,
     step,
 )
@@ -324,9 +325,7 @@ def test_a_rejection_waits_for_the_evaluators_split_ruling(app, client):
 
 def test_a_refund_ruling_gives_the_buyer_everything(app, client):
     market = escrow_market(app, client)
-    deal = sealed(client, market)["id"]
-    step(client, market.seller, deal, "delivery")
-    step(client, market.buyer, deal, "rejection", reason="not what was agreed")
+    deal = rejected(client, market, "not what was agreed")
     ruled = step(client, market.evaluator, deal, "ruling", outcome="refund", reason="agreed")
     assert ruled.json()["escrow"]["status"] == "refunded"
     assert balance_and_held(client, market.buyer) == (PRICE, 0)
@@ -340,9 +339,7 @@ def test_a_refund_ruling_gives_the_buyer_everything(app, client):
 @pytest.mark.parametrize("outcome", ["release", "refund"])
 def test_a_ruling_names_no_share_but_a_split(app, client, outcome):
     market = escrow_market(app, client)
-    deal = sealed(client, market)["id"]
-    step(client, market.seller, deal, "delivery")
-    step(client, market.buyer, deal, "rejection", reason="no")
+    deal = rejected(client, market, "no")
     wrong = step(
         client,
         market.evaluator,

@@ -14,7 +14,14 @@ from agent_broker import clock
 from agent_broker.cli import app as cli
 from agent_broker.tokens.service import verify
 from tests.support.accounts import balance_and_held, handle_of
-from tests.support.escrow import PRICE, escrow_market, ledger_problems, sealed, step
+from tests.support.escrow import (
+    PRICE,
+    escrow_market,
+    ledger_problems,
+    rejected,
+    sealed,
+    step,
+)
 from tests.support.http import assert_problem
 from tests.support.jobs import run
 from tests.support.ledger import tamper
@@ -57,9 +64,7 @@ def test_a_delivery_neither_accepted_nor_rejected_is_released_at_its_deadline(ap
 
 def test_a_rejected_escrow_waits_for_its_ruling(app, client):
     market = escrow_market(app, client, acceptance_hours=12)
-    deal = sealed(client, market)["id"]
-    step(client, market.seller, deal, "delivery")
-    step(client, market.buyer, deal, "rejection", reason="wrong format")
+    deal = rejected(client, market, "wrong format")
     clock.advance(10 * DAY)
     assert run(app, "escrow-deadlines") == "settled 0 escrows past their deadline"
     assert _escrow(client, market.buyer, deal)["status"] == "rejected"
@@ -143,9 +148,7 @@ def test_the_sellers_record_counts_settled_escrows(app, client):
 
 def test_both_parties_and_the_evaluator_are_told_of_each_step(app, client):
     market = escrow_market(app, client)
-    deal = sealed(client, market)["id"]
-    step(client, market.seller, deal, "delivery")
-    step(client, market.buyer, deal, "rejection", reason="incomplete")
+    deal = rejected(client, market, "incomplete")
     step(client, market.evaluator, deal, "ruling", outcome="release", reason="complete after all")
 
     def types(agent) -> list[str]:
@@ -190,9 +193,7 @@ def test_the_operator_rules_where_no_account_evaluates(app, client, cli_env):
 
 def test_the_operator_cannot_rule_for_a_named_evaluator(app, client, cli_env):
     market = escrow_market(app, client)
-    deal = sealed(client, market)["id"]
-    step(client, market.seller, deal, "delivery")
-    step(client, market.buyer, deal, "rejection", reason="no")
+    deal = rejected(client, market, "no")
     rule = ["admin", "escrow-rule", deal, "--outcome", "refund", "--reason", "r"]
     result = CliRunner().invoke(cli, rule)
     assert result.exit_code == 1 and "forbidden" in result.output
@@ -214,9 +215,7 @@ def test_a_payout_is_journalled_and_leaves_the_balance(app, client, cli_env):
 
 def test_anyone_checks_a_ruling_with_verify_ruling(app, client, live_server):
     market = escrow_market(app, client)
-    deal = sealed(client, market)["id"]
-    step(client, market.seller, deal, "delivery")
-    step(client, market.buyer, deal, "rejection", reason="late and partial")
+    deal = rejected(client, market, "late and partial")
     ruling = step(
         client,
         market.evaluator,

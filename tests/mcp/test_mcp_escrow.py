@@ -64,6 +64,13 @@ async def _sealed(seller, buyer, **listing: Any) -> dict[str, Any]:  # type: ign
     )
 
 
+async def _step(agent, tool: str, deal: dict[str, Any], key: str | None = None, **arguments: Any):  # type: ignore[no-untyped-def]
+    """Call an escrow step's tool on the deal, with a fresh idempotency key unless given."""
+    return await agent.call_tool(
+        tool, {"deal_id": deal["id"], "idempotency_key": key or new_key(), **arguments}
+    )
+
+
 def test_an_escrow_deal_delivered_and_accepted(app, live_server):
     async def trade():  # type: ignore[no-untyped-def]
         async with AsyncExitStack() as stack:
@@ -121,43 +128,21 @@ def test_an_escrow_deal_delivered_and_accepted(app, live_server):
                 )
             )
             sealed = ok(await buyer.call_tool("get_account", {}))
-            early = refused(
-                await buyer.call_tool(
-                    "accept_delivery", {"deal_id": deal["id"], "idempotency_key": new_key()}
-                )
-            )
-            not_seller = refused(
-                await buyer.call_tool(
-                    "deliver_deal", {"deal_id": deal["id"], "idempotency_key": new_key()}
-                )
-            )
+            early = refused(await _step(buyer, "accept_delivery", deal))
+            not_seller = refused(await _step(buyer, "deliver_deal", deal))
             delivered = ok(
-                await seller.call_tool(
+                await _step(
+                    seller,
                     "deliver_deal",
-                    {
-                        "deal_id": deal["id"],
-                        "note": "Cleaned file sent to your route",
-                        "evidence_sha256": EVIDENCE,
-                        "idempotency_key": new_key(),
-                    },
+                    deal,
+                    note="Cleaned file sent to your route",
+                    evidence_sha256=EVIDENCE,
                 )
             )
             key = new_key()
-            accepted = ok(
-                await buyer.call_tool(
-                    "accept_delivery", {"deal_id": deal["id"], "idempotency_key": key}
-                )
-            )
-            again = ok(
-                await buyer.call_tool(
-                    "accept_delivery", {"deal_id": deal["id"], "idempotency_key": key}
-                )
-            )
-            settled = refused(
-                await buyer.call_tool(
-                    "accept_delivery", {"deal_id": deal["id"], "idempotency_key": new_key()}
-                )
-            )
+            accepted = ok(await _step(buyer, "accept_delivery", deal, key))
+            again = ok(await _step(buyer, "accept_delivery", deal, key))
+            settled = refused(await _step(buyer, "accept_delivery", deal))
             balances = [ok(await each.call_tool("get_account", {})) for each in (seller, buyer)]
             return (
                 listing, opened, agreed, mismatch, deal, sealed, early, not_seller,
@@ -197,43 +182,22 @@ def test_a_rejected_delivery_ruled_on_by_the_evaluator(app, live_server):
             seller, buyer, evaluator = await _parties(app, live_server, stack, evaluator=True)
             handle = ok(await evaluator.call_tool("get_account", {}))["handle"]
             deal = await _sealed(seller, buyer, evaluator=handle)
-            ok(
-                await seller.call_tool(
-                    "deliver_deal", {"deal_id": deal["id"], "idempotency_key": new_key()}
-                )
-            )
+            ok(await _step(seller, "deliver_deal", deal))
             rejected = ok(
-                await buyer.call_tool(
-                    "reject_delivery",
-                    {
-                        "deal_id": deal["id"],
-                        "reason": "Half the rows are missing",
-                        "idempotency_key": new_key(),
-                    },
-                )
+                await _step(buyer, "reject_delivery", deal, reason="Half the rows are missing")
             )
             by_party = refused(
-                await seller.call_tool(
-                    "rule_on_deal",
-                    {
-                        "deal_id": deal["id"],
-                        "outcome": "release",
-                        "reason": "Mine",
-                        "idempotency_key": new_key(),
-                    },
-                )
+                await _step(seller, "rule_on_deal", deal, outcome="release", reason="Mine")
             )
             seen = ok(await evaluator.call_tool("get_deal", {"deal_id": deal["id"]}))
             ruled = ok(
-                await evaluator.call_tool(
+                await _step(
+                    evaluator,
                     "rule_on_deal",
-                    {
-                        "deal_id": deal["id"],
-                        "outcome": "split",
-                        "seller_share_bps": 6_000,
-                        "reason": "Half delivered, and the rest late",
-                        "idempotency_key": new_key(),
-                    },
+                    deal,
+                    outcome="split",
+                    seller_share_bps=6_000,
+                    reason="Half delivered, and the rest late",
                 )
             )
             balances = [ok(await each.call_tool("get_account", {})) for each in (seller, buyer)]

@@ -99,6 +99,15 @@ def step(client, agent: Agent, deal_id: str, name: str, key: str | None = None, 
     )
 
 
+def rejected(client: TestClient, market: EscrowMarket, reason: str) -> str:
+    """Seal a deal on the listing, deliver it and reject the delivery: the deal's id."""
+    deal = sealed(client, market)["id"]
+    assert step(client, market.seller, deal, "delivery").status_code == 200
+    refusal = step(client, market.buyer, deal, "rejection", reason=reason)
+    assert refusal.status_code == 200, refusal.text
+    return deal
+
+
 def ledger_problems(app: FastAPI) -> list[tuple[str, str]]:
     """What `agent-broker ledger check` would report now: (kind, detail) per problem."""
     found = audit(app.state.context.db.engine, reveal_ids=True).found

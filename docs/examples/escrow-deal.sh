@@ -26,18 +26,12 @@
 # document on standard error and stops the script with exit status 1.
 set -euo pipefail
 
-# The address, call() and new_key() (docs/examples/curl_helpers.sh).
+# The address, call(), new_key() and register_parties() (docs/examples/curl_helpers.sh).
 # Every escrow step needs an Idempotency-Key.
 . "$(dirname "${BASH_SOURCE[0]}")/curl_helpers.sh"
 
 echo "== 1. Register, credit locally, set contact and route"
-SELLER=$(call POST /v1/account/register "${JSON[@]}" -d '{"accepted_terms": true}')
-SELLER_ID=$(jq -er .account_id <<<"$SELLER")
-SELLER_KEY=$(jq -er .api_key <<<"$SELLER")
-BUYER=$(call POST /v1/account/register "${JSON[@]}" -d '{"accepted_terms": true}')
-BUYER_ID=$(jq -er .account_id <<<"$BUYER")
-BUYER_KEY=$(jq -er .api_key <<<"$BUYER")
-echo "seller account $SELLER_ID, buyer account $BUYER_ID"
+register_parties
 # The seller needs the posting fee and its deal fee (1,100,000 µUSD); the buyer its deal
 # fee and the price (1,000,000 + 2,500,000 µUSD).
 "$AGENT_BROKER" admin credit "$SELLER_ID" 1100000 --reason "escrow example: seller"

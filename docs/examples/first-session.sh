@@ -24,17 +24,11 @@
 # standard error and stops the script with exit status 1.
 set -euo pipefail
 
-# The address, call() and new_key() (docs/examples/curl_helpers.sh).
+# The address, call(), new_key() and register_parties() (docs/examples/curl_helpers.sh).
 . "$(dirname "${BASH_SOURCE[0]}")/curl_helpers.sh"
 
 echo "== 1. Register the seller and the buyer (anyone; the key is shown once)"
-SELLER=$(call POST /v1/account/register "${JSON[@]}" -d '{"accepted_terms": true}')
-SELLER_ID=$(jq -er .account_id <<<"$SELLER")
-SELLER_KEY=$(jq -er .api_key <<<"$SELLER")
-BUYER=$(call POST /v1/account/register "${JSON[@]}" -d '{"accepted_terms": true}')
-BUYER_ID=$(jq -er .account_id <<<"$BUYER")
-BUYER_KEY=$(jq -er .api_key <<<"$BUYER")
-echo "seller account $SELLER_ID, buyer account $BUYER_ID"
+register_parties
 
 echo "== 2. Credits, locally (the operator, on the server's machine)"
 # 2,000,000 µUSD = 4,000 credits each. Outside a local set-up an account earns its first

@@ -8,10 +8,7 @@ once an hour; this runs it thousands of times more often, so any interference wi
 money writes shows. The figure is the ratio of sealed deals per second with the sealer to
 without (target: at least 0.90). The sealer's last verdict must be `ok`: the journal was
 written concurrently with every run, so a broken verdict would mean the sealer sealed past
-a row that was still to appear.
-
-Run as `python -m bench.sealer` (with the server's environment) it is that sealer loop:
-it stops on SIGTERM and prints its figures as JSON."""
+a row that was still to appear. The sealer process is bench.sealer_loop."""
 
 from __future__ import annotations
 
@@ -19,11 +16,8 @@ import asyncio
 import json
 import signal
 import sys
-import threading
-import time
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
-from datetime import timedelta
 from typing import Any
 
 from bench.cycle import CycleResult, measure_cycles, percentile_ms
@@ -118,7 +112,7 @@ async def _start_sealer(server: Server, interval_s: float) -> asyncio.subprocess
     return await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "bench.sealer",
+        "bench.sealer_loop",
         str(interval_s),
         cwd=ROOT,
         env=server.env,
@@ -181,38 +175,3 @@ def run_all(
     except Unavailable as exc:
         print(f"sealer: measured on SQLite only: {exc}", file=sys.stderr)
     return results
-
-
-# --- the sealer loop (a separate process, so it shares no interpreter lock with the load
-# generator or the server: only the database and the CPUs) --------------------------------
-
-
-def sealer_loop(interval_s: float) -> dict[str, Any]:
-    from agent_broker import clock
-    from agent_broker.config import Settings
-    from agent_broker.db.engine import create_database
-    from agent_broker.ledger import sealer
-
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    db = create_database(Settings(), work="jobs")  # the sealer runs as the job does
-    figures: dict[str, Any] = {"runs": 0, "busy_s": 0.0, "verdict": "unknown", "error": None}
-    started = time.perf_counter()
-    try:
-        while not stop.is_set():
-            began = time.perf_counter()
-            outcome = sealer.run(db.engine, now=clock.now(), margin=timedelta(0))
-            figures["busy_s"] += time.perf_counter() - began
-            figures["runs"] += 1
-            figures["verdict"] = outcome.status
-            stop.wait(interval_s)
-    except Exception as exc:  # noqa: BLE001 - reported to the driver
-        figures["error"] = f"{type(exc).__name__}: {exc}"[:300]
-    finally:
-        figures["loop_s"] = time.perf_counter() - started
-        db.dispose()
-    return figures
-
-
-if __name__ == "__main__":
-    print(json.dumps(sealer_loop(float(sys.argv[1]) if len(sys.argv) > 1 else 0.5)))

@@ -10,7 +10,7 @@ has the operator fund them, then runs trading rounds (bench.soak_flow, each foll
 an escrow deal: bench.soak_escrow) until the time is up, while one worker is killed
 every S seconds and uvicorn's supervisor replaces it, PostgreSQL is restarted once and
 Redis paused once (bench.soak_outages), and the ledger sealer runs throughout
-(bench.soak_sealer). Calls whose connection died or that were answered 503 are retried,
+(bench.sealer_loop). Calls whose connection died or that were answered 503 are retried,
 Idempotency-Key calls with the same key; a share of completed keyed calls is re-sent
 during the load and a sample again after it.
 
@@ -45,6 +45,7 @@ import psycopg
 import redis
 
 from bench import soak_checks as checks
+from bench.sealer_loop import THROUGH_OUTAGES
 from bench.soak_accounts import Trader, fund, new_trader
 from bench.soak_escrow import escrow_round
 from bench.soak_flow import trade_round
@@ -122,10 +123,10 @@ async def _replay_all(caller: Caller, exchanges: list[Exchange]) -> None:
 
 
 def start_sealer(broker: Broker, every_s: float) -> subprocess.Popen[str]:
-    """The sealer loop (bench.soak_sealer) in a process of its own, on the service's
-    database and settings."""
+    """The sealer loop (bench.sealer_loop, through outages) in a process of its own, on the
+    service's database and settings."""
     return subprocess.Popen(
-        [sys.executable, "-m", "bench.soak_sealer", str(every_s)],
+        [sys.executable, "-m", "bench.sealer_loop", str(every_s), THROUGH_OUTAGES],
         env=broker.env,
         cwd=ROOT,
         stdout=subprocess.PIPE,

@@ -17,6 +17,7 @@ from agent_broker import clock
 from agent_broker.webhooks import repository
 from agent_broker.webhooks.models import AccountEvent, WebhookEvent
 from tests.support.accounts import balance, register
+from tests.support.events import event_stream
 from tests.support.http import assert_problem, serving
 from tests.support.jobs import run
 from tests.support.market import close, offer, open_thread
@@ -171,12 +172,7 @@ def _open_events(base_url: str, agent, count: int, **headers: str) -> tuple[list
     got: list[dict[str, str]] = []
 
     def read() -> None:
-        with httpx.stream(
-            "GET",
-            f"{base_url}/v1/events/stream",
-            headers={**agent.headers, **headers},
-            timeout=httpx.Timeout(30, read=30),
-        ) as response:
+        with event_stream(base_url, agent, **headers) as response:
             assert response.status_code == 200
             assert response.headers["content-type"].startswith("text/event-stream")
             got.extend(_read_messages(response, count))

@@ -11,6 +11,7 @@ import time
 import httpx
 import pytest
 
+from tests.support.events import event_stream
 from tests.support.market import offer, open_thread
 
 pytestmark = pytest.mark.serial
@@ -32,12 +33,7 @@ class Stream:
         assert self.open.wait(10), "the stream did not open"
 
     def _read(self, base_url: str, agent, count: int, headers: dict) -> None:  # type: ignore[no-untyped-def]
-        with httpx.stream(
-            "GET",
-            f"{base_url}/v1/events/stream",
-            headers={**agent.headers, **headers},
-            timeout=httpx.Timeout(30, read=30),
-        ) as response:
+        with event_stream(base_url, agent, **headers) as response:
             assert response.status_code == 200
             fields: dict[str, str] = {}
             for line in response.iter_lines():

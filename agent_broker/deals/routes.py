@@ -1,6 +1,7 @@
 from __future__ import annotations
 
-from typing import Annotated
+from collections.abc import Callable
+from typing import Annotated, Any
 
 from fastapi import Request, Response
 
@@ -81,14 +82,20 @@ def dispute_deal(deal_id: str, caller: Party, session: WriteSession) -> Response
 
 # A party's step on its own deal: not among the payable (x402) operations.
 EscrowStep = Annotated[Caller, authenticated(writes=True)]
+Handler = Callable[..., Any]
 
 
-@router.post(
-    "/deals/{deal_id}/delivery",
-    response_model=DealPackage,
-    response_model_exclude_none=True,
-    responses=problems(400, 401, 403, 404, 409, 410),
-)
+def _escrow_step(step: str) -> Callable[[Handler], Handler]:
+    """Each step answers with the deal as its caller reads it, or a problem document."""
+    return router.post(
+        f"/deals/{{deal_id}}/{step}",
+        response_model=DealPackage,
+        response_model_exclude_none=True,
+        responses=problems(400, 401, 403, 404, 409, 410),
+    )
+
+
+@_escrow_step("delivery")
 @db_bound
 def deliver(
     request: Request,
@@ -112,12 +119,7 @@ def deliver(
     return answer(response, outcome)
 
 
-@router.post(
-    "/deals/{deal_id}/acceptance",
-    response_model=DealPackage,
-    response_model_exclude_none=True,
-    responses=problems(400, 401, 403, 404, 409, 410),
-)
+@_escrow_step("acceptance")
 @db_bound
 def accept(
     request: Request,
@@ -138,12 +140,7 @@ def accept(
     return answer(response, outcome)
 
 
-@router.post(
-    "/deals/{deal_id}/rejection",
-    response_model=DealPackage,
-    response_model_exclude_none=True,
-    responses=problems(400, 401, 403, 404, 409, 410),
-)
+@_escrow_step("rejection")
 @db_bound
 def reject(
     request: Request,
@@ -166,12 +163,7 @@ def reject(
     return answer(response, outcome)
 
 
-@router.post(
-    "/deals/{deal_id}/ruling",
-    response_model=DealPackage,
-    response_model_exclude_none=True,
-    responses=problems(400, 401, 403, 404, 409, 410),
-)
+@_escrow_step("ruling")
 @db_bound
 def rule(
     request: Request,

@@ -40,6 +40,7 @@ class Settings:
     sealer_interval_s: float
     budget_s: float
     events_log_rounds: int = 2  # rounds of (with, without) the events log; 0 skips them
+    cycle_rounds: int = 2  # rounds of the SQLite cycles (direct, escrow, two more offers)
 
 
 def _number(name: str, default: float, kind: type[int] | type[float], minimum: float = 1) -> Any:
@@ -109,4 +110,5 @@ def settings_from_env() -> Settings:
         sealer_interval_s=_number("BENCH_SEALER_INTERVAL", 0.5, float, minimum=0),
         budget_s=_number("BENCH_BUDGET", 360, float, minimum=0),
         events_log_rounds=_number("BENCH_EVENTS_LOG_ROUNDS", 2, int, minimum=0),
+        cycle_rounds=_number("BENCH_CYCLE_ROUNDS", 2, int),
     )

@@ -2,10 +2,13 @@
 finalize (five requests). The escrow cycle posts an escrow listing instead (the buyer's
 price is held when the thread opens and moves into escrow at the seal), then the seller
 delivers and the buyer accepts, which pays the seller (seven requests); an escrow deal
-counts once its escrow is released. Each trading pair (two funded traders with complete
-profiles) runs cycles back to back, each trader on its own keep-alive connection, as an
-agent would hold one; the figure is deals per second over the measured window, after a
-warm-up.
+counts once its escrow is released. The offers cycle is the direct one with two more offers
+(seven requests, no escrow): the rate an escrow deal would reach if its two steps cost no
+more than the cheapest requests of the direct cycle, the escrow target's reference.
+
+Each trading pair (two funded traders with complete profiles) runs cycles back to back,
+each trader on its own keep-alive connection, as an agent would hold one; the figure is
+deals per second over the measured window, after a warm-up.
 
 A cycle fails at the first refusal; failures are counted by step and status over the whole
 run (warm-up included), 5xx apart from other refusals: a deadlock on PostgreSQL shows up
@@ -45,7 +48,18 @@ ESCROW_STEPS: tuple[Step, ...] = (
     ("deliver", "/v1/deals/{deal}/delivery", "seller", True, {"note": "delivered as agreed"}),
     ("accept", "/v1/deals/{deal}/acceptance", "buyer", True, None),
 )
-CYCLES = {"direct": STEPS, "escrow": ESCROW_STEPS}
+_OPEN, COUNTER, REPLY, FINALIZE = NEGOTIATION
+OFFERS_STEPS: tuple[Step, ...] = (
+    STEPS[0],
+    _OPEN,
+    COUNTER,
+    REPLY,
+    ("counter again", *COUNTER[1:]),
+    ("reply again", *REPLY[1:]),
+    FINALIZE,
+)
+CYCLES = {"direct": STEPS, "escrow": ESCROW_STEPS, "offers": OFFERS_STEPS}
+SQLITE_CYCLES = tuple(CYCLES)  # the order each round runs them in
 
 
 def percentile_ms(latencies_s: Sequence[float], q: float) -> float | None:
@@ -54,6 +68,27 @@ def percentile_ms(latencies_s: Sequence[float], q: float) -> float | None:
         return None
     ordered = sorted(latencies_s)
     return ordered[max(0, min(len(ordered), round(q * len(ordered))) - 1)] * 1000
+
+
+def pooled_per_second(results: Sequence[CycleResult]) -> float:
+    """Deals per second over several runs' measured windows together."""
+    seconds = sum(r.seconds for r in results)
+    return sum(r.deals for r in results) / seconds if seconds else 0.0
+
+
+def pooled_p99_ms(results: Sequence[CycleResult]) -> float | None:
+    """p99 per deal over every run's deals."""
+    return percentile_ms([s for r in results for s in r.latencies_s], 0.99)
+
+
+def pooled_cpu_ms_per_deal(results: Sequence[CycleResult]) -> float | None:
+    """The server's CPU per deal over the runs that measured it: on a busy machine it holds
+    better than the rates, which follow the CPU the server is given."""
+    measured = [(r.server_cores, r) for r in results if r.server_cores is not None and r.deals]
+    if not measured:
+        return None
+    cpu_s = sum(cores * r.seconds for cores, r in measured)
+    return cpu_s / sum(r.deals for _, r in measured) * 1000
 
 
 @dataclass
@@ -74,7 +109,7 @@ class CycleResult:
     @property
     def label(self) -> str:
         workers = f"{self.workers} worker" + ("s" if self.workers > 1 else "")
-        kind = "" if self.cycle == "direct" else f"{self.cycle}, "
+        kind = {"direct": "", "offers": "two more offers, "}.get(self.cycle, f"{self.cycle}, ")
         return f"{kind}{self.backend}, {workers}, {self.pairs} pairs"
 
     @property
@@ -132,6 +167,21 @@ class CycleResult:
             "server_cpu": _round(self.server_cores, 2),
             "driver_cpu": _round(self.driver_cores, 2),
         }
+
+
+def merged(results: Sequence[CycleResult]) -> CycleResult:
+    """Several runs of one cycle as one: their windows, deals and refusals together."""
+    first = results[0]
+    out = CycleResult(first.backend, first.workers, first.pairs, first.cycle)
+    for result in results:
+        out.deals += result.deals
+        out.seconds += result.seconds
+        out.latencies_s += result.latencies_s
+        out.failures.update(result.failures)
+    cores = [r.server_cores for r in results if r.server_cores is not None]
+    out.server_cores = sum(cores) / len(cores) if len(cores) == len(results) else None
+    out.driver_cores = sum(r.driver_cores for r in results) / len(results)
+    return out
 
 
 def _ms(value: float | None) -> str:

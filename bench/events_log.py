@@ -24,7 +24,13 @@ from typing import Any
 
 from fastapi import FastAPI
 
-from bench.cycle import CycleResult, measure_cycles, percentile_ms
+from bench.cycle import (
+    CycleResult,
+    measure_cycles,
+    pooled_cpu_ms_per_deal,
+    pooled_p99_ms,
+    pooled_per_second,
+)
 from bench.server import Server, running_server
 
 TARGET_RATIO = 0.90
@@ -57,40 +63,21 @@ class EventsLogComparison:
     # Rows the log gained in each round: (with, without) per round.
     rows: list[tuple[int, int]] = field(default_factory=list)
 
-    @staticmethod
-    def _rate(results: list[CycleResult]) -> float:
-        seconds = sum(r.seconds for r in results)
-        return sum(r.deals for r in results) / seconds if seconds else 0.0
-
-    @staticmethod
-    def _p99_ms(results: list[CycleResult]) -> float | None:
-        return percentile_ms([s for r in results for s in r.latencies_s], 0.99)
-
     @property
     def per_second_with(self) -> float:
-        return self._rate(self.with_log)
+        return pooled_per_second(self.with_log)
 
     @property
     def per_second_without(self) -> float:
-        return self._rate(self.without_log)
-
-    @staticmethod
-    def _cpu_ms_per_deal(results: list[CycleResult]) -> float | None:
-        """The server's CPU per deal: on a busy machine it holds better than the rates,
-        which follow the CPU the server is given."""
-        measured = [r for r in results if r.server_cores is not None and r.deals]
-        if not measured:
-            return None
-        cpu_s = sum(r.server_cores * r.seconds for r in measured)  # type: ignore[operator]
-        return cpu_s / sum(r.deals for r in measured) * 1000
+        return pooled_per_second(self.without_log)
 
     @property
     def cpu_ms_with(self) -> float | None:
-        return self._cpu_ms_per_deal(self.with_log)
+        return pooled_cpu_ms_per_deal(self.with_log)
 
     @property
     def cpu_ms_without(self) -> float | None:
-        return self._cpu_ms_per_deal(self.without_log)
+        return pooled_cpu_ms_per_deal(self.without_log)
 
     @property
     def ratio(self) -> float:
@@ -115,8 +102,8 @@ class EventsLogComparison:
             "backend": "sqlite",
             "deals_per_s_with_log": round(self.per_second_with, 1),
             "deals_per_s_without_log": round(self.per_second_without, 1),
-            "p99_ms_with_log": _round(self._p99_ms(self.with_log)),
-            "p99_ms_without_log": _round(self._p99_ms(self.without_log)),
+            "p99_ms_with_log": _round(pooled_p99_ms(self.with_log)),
+            "p99_ms_without_log": _round(pooled_p99_ms(self.without_log)),
             "ratio": round(self.ratio, 3),
             "target_ratio": TARGET_RATIO,
             "server_cpu_ms_per_deal_with_log": _round(self.cpu_ms_with),
@@ -130,8 +117,8 @@ class EventsLogComparison:
         switched = "" if self.switched else "; !! the switch did not hold"
         return (
             f"events log (sqlite): {self.per_second_with:.1f} sealed deals/s with the log "
-            f"(p99 {_ms(self._p99_ms(self.with_log))}) vs {self.per_second_without:.1f} "
-            f"without (p99 {_ms(self._p99_ms(self.without_log))}): ratio {self.ratio:.2f} "
+            f"(p99 {_ms(pooled_p99_ms(self.with_log))}) vs {self.per_second_without:.1f} "
+            f"without (p99 {_ms(pooled_p99_ms(self.without_log))}): ratio {self.ratio:.2f} "
             f"(target >= {TARGET_RATIO:.2f}); server CPU {_ms(self.cpu_ms_with)} vs "
             f"{_ms(self.cpu_ms_without)} a deal; log rows written per round with/without: "
             f"{rows}{switched}; {self.failed} failed cycles"

@@ -25,11 +25,14 @@ do not collide. In order:
    BENCH_DEAL_PAIRS pairs; then the escrow cycle alike on a fresh SQLite database (an
    escrow listing, the buyer's price held at opening, the same negotiation and seal, then
    delivery and acceptance: seven requests, a deal counted once its escrow is released);
-   then the events log's cost (bench/events_log.py: the direct cycle on one SQLite
-   database in alternating rounds with and without the log's writes, switched off by a
-   bench-only patch); then on PostgreSQL under the real `agent-broker serve --workers
-   N` for each N in BENCH_PG_WORKERS, each on a fresh database (`bench_<random>`, dropped
-   afterwards), with rate limits shared through Redis, BENCH_PG_CLIENTS clients.
+   then the direct cycle with two more offers, the escrow target's reference (seven
+   requests, no escrow); the three in turn for BENCH_CYCLE_ROUNDS rounds, each on a fresh
+   database, each cycle's figures pooled over its rounds; then the events log's cost
+   (bench/events_log.py: the direct cycle on one SQLite database in alternating rounds
+   with and without the log's writes, switched off by a bench-only patch); then on
+   PostgreSQL under the real `agent-broker serve --workers N` for each N in
+   BENCH_PG_WORKERS, each on a fresh database (`bench_<random>`, dropped afterwards),
+   with rate limits shared through Redis, BENCH_PG_CLIENTS clients.
 5. Ledger sealer: the deal cycle with and without a sealer process (bench/sealer.py).
 
 Then one line per target (bench/targets.py), `target: <name> ... measured <value> (p99 <x>
@@ -55,6 +58,10 @@ Environment:
     BENCH_DEAL_PAIRS   trading pairs running cycles concurrently on SQLite (default 32,
                        64 clients: the best of 4, 8, 16 and 32 on the 2-core development
                        VM since writers in line share a commit)
+    BENCH_CYCLE_ROUNDS rounds of the SQLite cycles, each on a fresh database, direct,
+                       escrow and two more offers in turn (default 2); each cycle's
+                       figures pool its rounds, so a drift of the machine's speed falls
+                       on every cycle alike
     BENCH_PG_WORKERS   `agent-broker serve --workers` counts to run (default 1,2,4)
     BENCH_PG_CLIENTS   concurrent clients on PostgreSQL, two per trading pair (default 64)
     BENCH_POSTGRES_DSN server for the PostgreSQL runs, as a database to connect to for
@@ -77,7 +84,9 @@ Targets (issue 12) and how they are judged:
     deal cycle on SQLite, one worker: at least 300 sealed deals/s
     escrow cycle on SQLite, one worker (issue 35): released escrow deals/s at least 0.8 of
         the direct cycle's sealed deals/s in the same run, with no failed cycle. Counted
-        per deal, whatever its requests: the escrow cycle makes seven to the direct five
+        per deal, whatever its requests: the escrow cycle makes seven to the direct five.
+        Beside it, for reference, the direct cycle with two more offers (seven requests, no
+        escrow): what the escrow cycle would reach were its two steps as cheap as an offer
     events log (issue 34): sealed deals/s with the log at least 0.9 of without it, the log
         seen to grow in every round with it and in none without it, no failed cycle
     deal cycle on PostgreSQL with 2 workers: at least 150 sealed deals/s
@@ -105,7 +114,7 @@ from collections.abc import Coroutine
 from typing import Any, TypeVar
 
 from bench.config import ConfigError, Settings, settings_from_env
-from bench.cycle import CycleResult, postgres_cycles, sqlite_cycles
+from bench.cycle import SQLITE_CYCLES, CycleResult, merged, postgres_cycles, sqlite_cycles
 from bench.events_log import EventsLogComparison
 from bench.events_log import run as compare_events_log
 from bench.generator import Generator, choose
@@ -149,10 +158,13 @@ def drive(main: Coroutine[Any, Any, T]) -> T:
 
 def run_cycles(settings: Settings) -> list[CycleResult]:
     args = (settings.duration_s, settings.warmup_s, drive)
-    cycles = [sqlite_cycles(settings.deal_pairs, *args)]
-    print(cycles[0].summary(), flush=True)
-    cycles.append(sqlite_cycles(settings.deal_pairs, *args, cycle="escrow"))
-    print(cycles[1].summary(), flush=True)
+    runs: dict[str, list[CycleResult]] = {kind: [] for kind in SQLITE_CYCLES}
+    for _ in range(settings.cycle_rounds):
+        for kind in SQLITE_CYCLES:
+            runs[kind].append(sqlite_cycles(settings.deal_pairs, *args, cycle=kind))
+    cycles = [merged(results) for results in runs.values()]
+    for cycle in cycles:
+        print(cycle.summary(), flush=True)
     redis_url: str | None = settings.redis_url
     if problem := redis_problem(settings.redis_url):
         print(
@@ -230,7 +242,9 @@ def run_all(settings: Settings, generator: Generator, started: float) -> int:
     targets = [
         *route_targets(outcomes),
         sqlite_cycle_target(sqlite),
-        escrow_cycle_target(sqlite, _cycle(cycles, "sqlite", "escrow")),
+        escrow_cycle_target(
+            sqlite, _cycle(cycles, "sqlite", "escrow"), _cycle(cycles, "sqlite", "offers")
+        ),
         events_log_target(events_log),
         *postgres_targets([c for c in cycles if c.backend == "postgresql"], settings.pg_clients),
         memory_target(memory, settings.memory_requests or 100_000),

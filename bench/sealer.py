@@ -20,7 +20,12 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
-from bench.cycle import CycleResult, measure_cycles, percentile_ms
+from bench.cycle import (
+    CycleResult,
+    measure_cycles,
+    pooled_p99_ms,
+    pooled_per_second,
+)
 from bench.postgres import Unavailable, fresh_database
 from bench.server import ROOT, Server, running_server
 
@@ -38,23 +43,13 @@ class SealerComparison:
     verdict: str = "unknown"  # the last run's verdict
     error: str | None = None
 
-    @staticmethod
-    def _rate(results: list[CycleResult]) -> float:
-        seconds = sum(r.seconds for r in results)
-        return sum(r.deals for r in results) / seconds if seconds else 0.0
-
-    @staticmethod
-    def _p99_ms(results: list[CycleResult]) -> float | None:
-        """p99 per deal over every round's deals."""
-        return percentile_ms([s for r in results for s in r.latencies_s], 0.99)
-
     @property
     def per_second_without(self) -> float:
-        return self._rate(self.without)
+        return pooled_per_second(self.without)
 
     @property
     def per_second_with(self) -> float:
-        return self._rate(self.with_sealer)
+        return pooled_per_second(self.with_sealer)
 
     @property
     def ratio(self) -> float:
@@ -75,8 +70,8 @@ class SealerComparison:
             "backend": self.backend,
             "deals_per_s_without": round(self.per_second_without, 1),
             "deals_per_s_with": round(self.per_second_with, 1),
-            "p99_ms_without": _round(self._p99_ms(self.without)),
-            "p99_ms_with": _round(self._p99_ms(self.with_sealer)),
+            "p99_ms_without": _round(pooled_p99_ms(self.without)),
+            "p99_ms_with": _round(pooled_p99_ms(self.with_sealer)),
             "ratio": round(self.ratio, 3),
             "target_ratio": TARGET_RATIO,
             "sealer_runs": self.runs,
@@ -90,7 +85,7 @@ class SealerComparison:
         duty = self.busy_s / self.loop_s if self.loop_s else 0.0
         verdict = f"last verdict {self.verdict}" + (f" ({self.error})" if self.error else "")
         mark = "" if self.ratio >= TARGET_RATIO else f"  BELOW TARGET {TARGET_RATIO:.2f}"
-        p99_with, p99_without = self._p99_ms(self.with_sealer), self._p99_ms(self.without)
+        p99_with, p99_without = pooled_p99_ms(self.with_sealer), pooled_p99_ms(self.without)
         return (
             f"sealer ({self.backend}): {self.per_second_with:.1f} sealed deals/s with the "
             f"sealer running (p99 {_ms(p99_with)}) vs {self.per_second_without:.1f} without "

@@ -159,7 +159,7 @@ def admin_escrow_rule(
 
     from agent_broker import clock
     from agent_broker.deals.settlement import rule_as_operator
-    from agent_broker.problems import Problem
+    from agent_broker.problems import Problem, Reason
     from agent_broker.tokens.keys import signer_for
     from agent_broker.tokens.startup import register as register_signer
 
@@ -186,7 +186,10 @@ def admin_escrow_rule(
                 )
             except Problem as refused:
                 typer.echo(f"{refused.reason.value}: {refused.detail}", err=True)
-                raise typer.Exit(1) from None
+                # The ruling's own rules (a split's share, the reason's length) are the
+                # arguments' fault, as the outcome's is above.
+                bad_arguments = refused.reason is Reason.invalid_input
+                raise typer.Exit(2 if bad_arguments else 1) from None
             session.commit()
     finally:
         db.dispose()

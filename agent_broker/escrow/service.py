@@ -93,7 +93,6 @@ def view(escrow: Escrow) -> dict[str, Any]:
         "deliver_by": clock.rfc3339(escrow.deliver_by),
         "accept_by": clock.rfc3339(escrow.accept_by) if escrow.accept_by else None,
         "evaluator": escrow.evaluator_handle or "operator",
-        "ruling": None,
     }
     if escrow.delivered_at is not None:
         body["delivery"] = {
@@ -122,7 +121,17 @@ def view(escrow: Escrow) -> dict[str, Any]:
             "settled_at": clock.rfc3339(escrow.settled_at),
             "settled_by": escrow.settled_by,
         }
-    return body
+    return _set_only(body)
+
+
+def _set_only(fields: dict[str, Any]) -> dict[str, Any]:
+    """The fields that are set, at any depth: the deal package leaves out the others, and
+    an event's escrow is the same object."""
+    return {
+        name: _set_only(value) if isinstance(value, dict) else value
+        for name, value in fields.items()
+        if value is not None
+    }
 
 
 def evaluates(escrow: Escrow | None, account_id: str) -> bool:

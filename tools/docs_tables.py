@@ -67,8 +67,9 @@ SETTING_MEANINGS: dict[str, str] = {
     "seal (1 to 365)",
     "listing_ttl_days": "how long a listing stays live (1 to 365)",
     "idempotency_retention_hours": "how long an Idempotency-Key's first answer is kept",
-    "escrow_fee_bps": "the broker's fee on an escrow release, in basis points of what the "
-    "seller is paid (100 = 1%; 0 to 10000), paid to the fee book",
+    "escrow_fee_bps": "the broker's fee on an escrow, in basis points of the seller's share "
+    "of the price (all of it on a release), taken from that share (100 = 1%; 0 to 10000), "
+    "paid to the fee book",
     "event_retention_hours": "how long every account's events stay readable through "
     "`GET /v1/events` and its stream (the `forget-events` job forgets older ones)",
     "event_stream_seconds": "how long one `GET /v1/events/stream` connection lasts before "

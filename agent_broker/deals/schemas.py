@@ -89,7 +89,9 @@ class EscrowSettlement(BaseModel):
 class Escrow(BaseModel):
     status: Literal["held", "delivered", "rejected", "released", "refunded", "split"]
     amount_micro: int = Field(description="The agreed price, held from the seal")
-    fee_bps: int = Field(description="The escrow fee on what the seller is paid")
+    fee_bps: int = Field(
+        description="The escrow fee in basis points of the seller's share, taken from it"
+    )
     deliver_by: Timestamp
     accept_by: Timestamp | None = omitted_when_unset(description="Set on delivery")
     evaluator: str = Field(description='The evaluator\'s handle, or "operator"')

@@ -146,6 +146,31 @@ def test_the_sellers_record_counts_settled_escrows(app, client):
     }
 
 
+def test_an_acceptance_past_accept_by_before_the_job_releases_as_the_job_would(app, client):
+    market = escrow_market(app, client, acceptance_hours=12)
+    deal = sealed(client, market)["id"]
+    step(client, market.seller, deal, "delivery")
+    clock.advance(timedelta(hours=13))
+    accepted = step(client, market.buyer, deal, "acceptance")
+    assert accepted.status_code == 200, accepted.text
+    escrow = accepted.json()["escrow"]
+    assert (escrow["status"], escrow["settlement"]["settled_by"]) == ("released", "accepted")
+    assert run(app, "escrow-deadlines") == "settled 0 escrows past their deadline"
+    assert ledger_problems(app) == []
+
+
+def test_an_events_escrow_is_the_deals_escrow_object(app, client):
+    market = escrow_market(app, client)
+    deal = sealed(client, market)["id"]
+    step(client, market.seller, deal, "delivery")
+    page = client.get("/v1/events", params={"wait": 2}, headers=market.buyer.headers).json()
+    (delivered,) = [e for e in page["events"] if e["type"] == "deal.delivered"]
+    # Nothing unset in it (no ruling yet, no evidence given) shows as null.
+    assert delivered["data"] == {"deal_id": deal, "escrow": _escrow(client, market.buyer, deal)}
+    assert "ruling" not in delivered["data"]["escrow"]
+    assert "evidence_sha256" not in delivered["data"]["escrow"]["delivery"]
+
+
 def test_both_parties_and_the_evaluator_are_told_of_each_step(app, client):
     market = escrow_market(app, client)
     deal = rejected(client, market, "incomplete")
@@ -175,6 +200,10 @@ def test_the_operator_rules_where_no_account_evaluates(app, client, cli_env):
     early = CliRunner().invoke(cli, rule)
     assert early.exit_code == 1 and "out_of_turn" in early.output
     step(client, market.buyer, deal, "rejection", reason="never arrived")
+    # A split without the seller's share is a bad argument (2), and nothing moves.
+    split = ["admin", "escrow-rule", deal, "--outcome", "split", "--reason", "half done"]
+    unshared = CliRunner().invoke(cli, split)
+    assert unshared.exit_code == 2 and "invalid_input" in unshared.output
     result = CliRunner().invoke(cli, rule)
     assert result.exit_code == 0, result.output
     ruled = json.loads(result.output)["escrow"]

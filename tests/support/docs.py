@@ -12,6 +12,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "agent_broker"
 AGENT_GUIDE = ROOT / "docs" / "agent-guide.md"
 ERRORS = ROOT / "docs" / "agents" / "errors.md"
+INTERFACE = ROOT / "docs" / "interface.md"
 CONFIGURATION = ROOT / "docs" / "operators" / "configuration.md"
 SCALING = ROOT / "docs" / "operators" / "scaling.md"
 

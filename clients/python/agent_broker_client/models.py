@@ -1358,7 +1358,9 @@ class Escrow(BaseModel):
         ..., description='The evaluator\'s handle, or "operator"', title="Evaluator"
     )
     fee_bps: int = Field(
-        ..., description="The escrow fee on what the seller is paid", title="Fee Bps"
+        ...,
+        description="The escrow fee in basis points of the seller's share, taken from it",
+        title="Fee Bps",
     )
     rejection: EscrowRejection | None = None
     ruling: EscrowRuling | None = Field(None, description="Once the evaluator ruled")

@@ -147,7 +147,7 @@ SETTING_MEANINGS: dict[str, str] = {
     "x402_asset_name": "the EIP-712 domain name of `BROKER_X402_ASSET`",
     "x402_asset_version": "the EIP-712 domain version of `BROKER_X402_ASSET`",
     "x402_attempt_rate_limit": "x402 payment attempts per source address, and per paying "
-    "wallet once its signature is checked (`limits` notation)",
+    "wallet once the broker has checked its (plain ECDSA) signature (`limits` notation)",
     "invoice_rate_limit": "invoices (`POST /dashboard/credits`) per account (`limits` notation)",
     "terms_url": "the terms a payment accepts, named in the x402 manifest and each offer's "
     "`extra.termsUrl`; empty: none",

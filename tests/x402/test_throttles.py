@@ -65,3 +65,27 @@ def test_a_wallet_has_its_own_budget_that_forgeries_do_not_spend(
         over = client.get("/v1/feed", headers={"X-PAYMENT": v1_payment(client, wallet)})
         assert_problem(over, 429, "rate_limited")
     assert len(x402_rows(app)) == 2
+
+
+def test_a_signature_left_to_the_facilitator_does_not_spend_the_named_wallets_budget(
+    make_app: Callable[..., FastAPI], x402_settings, facilitator: LocalFacilitator
+):
+    """A signature longer than a plain ECDSA one (a contract wallet's) is not checked
+    here: until the facilitator checks it, anyone could have named the wallet."""
+    app = make_app(**x402_settings, x402_attempt_rate_limit="2/hour")
+    wallet = Wallet()
+    for n in range(3):
+        with from_address(app, f"198.51.100.{n}") as client:
+            forged = signed(wallet, signer=Wallet())
+            forged["signature"] = "0x" + "ab" * 97  # no one's: the facilitator refuses it
+            refused = client.get("/v1/feed", headers=wrap(2, forged))
+            assert_problem(refused, 402, "insufficient_funds_self")
+    assert [path for path, _ in facilitator.calls] == ["/verify"] * 3
+    # The wallet's own payments keep the wallet's whole budget.
+    for n in range(2):
+        with from_address(app, f"192.0.2.{n}") as client:
+            paid = client.get("/v1/feed", headers={"X-PAYMENT": v1_payment(client, wallet)})
+            assert paid.status_code == 200, paid.text
+    with from_address(app, "192.0.2.99") as client:
+        over = client.get("/v1/feed", headers={"X-PAYMENT": v1_payment(client, wallet)})
+        assert_problem(over, 429, "rate_limited")

@@ -102,13 +102,14 @@ async def settled_payment(request: Request) -> Settlement | None:
     name = payload.V1_HEADER if payload.V1_HEADER in headers else payload.V2_HEADER
     context = context_of(request)
     # Every attempt costs a claim and a facilitator call: each source address, and each
-    # payer once its signature is checked (so nobody spends another wallet's budget),
+    # payer whose signature was checked here (so nobody spends another wallet's budget),
     # has a budget of attempts.
     limit = context.settings.x402_attempt_rate_limit
     context.rate_limiter.hit("x402-attempt", limit, client_ip(request))
     try:
         presented = payload.read(name, headers[name], x402.terms, resource_url(request))
-        context.rate_limiter.hit("x402-payer", limit, presented.payer)
+        if presented.signature_checked:
+            context.rate_limiter.hit("x402-payer", limit, presented.payer)
         settlement = await service.settle(
             context.db, context.settings, x402.facilitator, presented, now=clock.now()
         )

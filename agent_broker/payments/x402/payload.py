@@ -72,6 +72,9 @@ class Presented:
     tier: Tier
     payer: str  # lower-case address
     nonce: str  # lower-case 0x + 64 hex
+    # The signature was checked here to be the payer's (a plain ECDSA one); a contract
+    # wallet's is left to the facilitator, so until then anyone could have named the payer.
+    signature_checked: bool = False
 
     @property
     def version(self) -> int:
@@ -139,9 +142,10 @@ def _same_address(a: str, b: str) -> bool:
     return a.lower() == b.lower()
 
 
-def _check_signature(signature: str, authorization: dict[str, str], terms: Terms) -> None:
+def _check_signature(signature: str, authorization: dict[str, str], terms: Terms) -> bool:
     """The authorization's EIP-712 signature recovers its `from`, checked here so a forged
-    payment costs no claim and no facilitator call."""
+    payment costs no claim and no facilitator call. False: not a plain ECDSA signature,
+    left to the facilitator."""
     # x402's EVM package loads web3: imported where payments are taken, not at startup.
     from x402.mechanisms.evm.eip712 import hash_eip3009_authorization
     from x402.mechanisms.evm.types import ExactEIP3009Authorization
@@ -149,7 +153,7 @@ def _check_signature(signature: str, authorization: dict[str, str], terms: Terms
 
     raw = bytes.fromhex(signature[2:])
     if len(raw) != EOA_SIGNATURE_BYTES:
-        return
+        return False
     # Lower-cased: EIP-712 encodes an address's bytes only, and a mixed-case address whose
     # checksum is off would be refused by the encoder rather than by the signature.
     digest = hash_eip3009_authorization(
@@ -176,6 +180,7 @@ def _check_signature(signature: str, authorization: dict[str, str], terms: Terms
             "The signature is not the payer's: sign the authorization with the wallet it "
             "names in `from`.",
         )
+    return True
 
 
 def read(header: str, value: str, terms: Terms, resource: str) -> Presented:
@@ -211,7 +216,7 @@ def read(header: str, value: str, terms: Terms, resource: str) -> Presented:
             ERR_AUTHORIZATION_VALUE_MISMATCH,
             f"The authorization moves {authorization['value']}, not the {amount} accepted.",
         )
-    _check_signature(payload.payload["signature"], authorization, terms)
+    checked = _check_signature(payload.payload["signature"], authorization, terms)
     requirements = (
         offer_v1(terms, tier, resource)
         if isinstance(payload, PaymentPayloadV1)
@@ -223,4 +228,5 @@ def read(header: str, value: str, terms: Terms, resource: str) -> Presented:
         tier=tier,
         payer=authorization["from"].lower(),
         nonce=authorization["nonce"].lower(),
+        signature_checked=checked,
     )

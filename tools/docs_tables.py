@@ -40,7 +40,8 @@ SETTING_MEANINGS: dict[str, str] = {
     "replicas; calls time out after 2 s, and while Redis is unreachable rate limits fail open "
     "(a warning is logged) and Redis is tried again after 10 s",
     "public_base_url": "the address clients use: prefixes problem `type` URLs, payment and "
-    "callback URLs, the agent card, robots.txt and the status page",
+    "callback URLs, the agent card, robots.txt and the status page; in development, left "
+    "unset, `serve` uses the address it serves (`make run PORT=9000`: port 9000)",
     "bindings_base": "base of the `{bindings_base}/webhook-v1` binding identifier (empty: "
     "`{public_base_url}/bindings`); the documents are served at `/bindings/...` whatever it is",
     "key_hash_secret": "HMAC secret for API-key hashes and handles; 32+ characters, required "

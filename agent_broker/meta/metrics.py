@@ -16,8 +16,9 @@ Series:
   broken or unavailable, which includes "no verdict yet"), 0 for the others; read from
   the database when scraped, through the verdict source the app passes in.
 - broker_fees_captured_micro_usd_total{kind}: micro-USD paid into the fee book, by journal
-  entry kind (listing_fee, deal_fee). Counted when the transaction that journalled the
-  fee commits: the ledger publishes fees then (agent_broker.ledger.events).
+  entry kind (listing_fee, deal_fee, certification_period, escrow_release, escrow_split).
+  Counted when the transaction that journalled the fee commits: the ledger publishes fees
+  then (agent_broker.ledger.events).
 - broker_http_unavailable_total{cause}: requests answered 503 because the database was
   out of reach (database_unreachable: a connection refused or lost) or did not answer in
   time (database_timeout); agent_broker.db.outages."""

@@ -20,11 +20,11 @@ def app(make_app):
     return make_app(event_stream_seconds=1)
 
 
-def _opened(live_server, market, times: int) -> list[str]:
+def _opened(live_server, market, times: int, **fields: str) -> list[str]:
     import httpx
 
     with httpx.Client(base_url=live_server, timeout=30) as http:
-        made = [open_thread(http, market.opener, market.listing_id) for _ in range(times)]
+        made = [open_thread(http, market.opener, market.listing_id, **fields) for _ in range(times)]
     assert all(response.status_code == 201 for response in made)
     return [response.json()["id"] for response in made]
 
@@ -90,6 +90,29 @@ def test_the_async_client_iterates_alike(live_server, market):
     paged, streamed = asyncio.run(read())
     assert [e.data["thread_id"] for e in paged] == opened
     assert [e.id for e in streamed] == [e.id for e in paged]
+
+
+# Line ends to str.splitlines (and so to httpx's iter_lines), not to an event stream: the
+# server writes them as they are in a `data:` line.
+UNUSUAL = "Two days\u2028then delivery\x85for $2.50"
+
+
+def test_a_diff_with_unicode_line_separators_streams_intact(live_server, market):
+    _opened(live_server, market, 1, diff=UNUSUAL)
+    with Client(live_server, market.poster.api_key) as client:
+        event = next(client.stream_events())
+    assert event.data["diff"] == UNUSUAL
+
+
+def test_the_async_client_streams_such_a_diff_intact(live_server, market):
+    _opened(live_server, market, 1, diff=UNUSUAL)
+
+    async def first():  # type: ignore[no-untyped-def]
+        async with AsyncClient(live_server, market.poster.api_key) as client:
+            async for event in client.stream_events():
+                return event
+
+    assert asyncio.run(first()).data["diff"] == UNUSUAL
 
 
 def test_an_unknown_cursor_raises_the_typed_problem(live_server, market):

@@ -96,7 +96,7 @@ class AsyncClient(ClientCore):
             ) as response:
                 if response.status_code != 200:
                     raise refused(response.status_code, await response.aread())
-                async for event in amessages(response.aiter_lines()):
+                async for event in amessages(response.aiter_bytes()):
                     last = event.id
                     yield event
 

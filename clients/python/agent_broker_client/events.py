@@ -5,6 +5,7 @@ ends it. Both yield the same `EventOut` (id, type, timestamp, data)."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import AsyncIterator, Iterable, Iterator
 from dataclasses import dataclass, field
 
@@ -13,6 +14,42 @@ from agent_broker_client.models import EventOut
 
 STREAM_PATH = "/v1/events/stream"
 LONGEST_WAIT = 25  # seconds: what the service allows a long-poll
+# The only line ends of an event stream. Not str.splitlines (nor httpx's iter_lines, which
+# uses it): that also ends lines at U+2028, U+0085, form feeds and the like, which JSON text
+# in a `data:` line may hold as they are.
+_LINE_END = re.compile(rb"\r\n|\r|\n")
+_BOM = "\ufeff"
+
+
+@dataclass
+class LineSplitter:
+    """An event stream's bytes in, as they arrive, its complete lines out: ended by CR LF,
+    LF or CR only, as the Server-Sent Events format has it. A last line without its end
+    is never given out; the format discards it."""
+
+    _pending: bytearray = field(default_factory=bytearray)
+    _after_cr: bool = False  # a CR ended the last chunk: a LF opening the next ends nothing
+    _first: bool = True
+
+    def feed(self, chunk: bytes) -> list[str]:
+        if not chunk:
+            return []
+        if self._after_cr and chunk.startswith(b"\n"):
+            chunk = chunk[1:]
+        # A CR that ends a chunk ends its line at once, rather than waiting on the next chunk.
+        self._after_cr = chunk.endswith(b"\r")
+        # CR and LF bytes never occur inside a UTF-8 character: split first, decode after.
+        parts = _LINE_END.split(chunk)
+        self._pending += parts[0]
+        if len(parts) == 1:
+            return []
+        complete = [bytes(self._pending), *parts[1:-1]]
+        self._pending = bytearray(parts[-1])
+        lines = [line.decode("utf-8", errors="replace") for line in complete]
+        if self._first:
+            self._first = False
+            lines[0] = lines[0].removeprefix(_BOM)
+        return lines
 
 
 @dataclass
@@ -51,15 +88,19 @@ def refused(status: int, body: bytes) -> Exception:
     return problem_of(status, document)
 
 
-def messages(lines: Iterable[str]) -> Iterator[EventOut]:
-    reader = MessageReader()
-    for line in lines:
-        if (event := reader.feed(line)) is not None:
-            yield event
+def messages(chunks: Iterable[bytes]) -> Iterator[EventOut]:
+    """The events of a stream's bytes (Response.iter_bytes)."""
+    splitter, reader = LineSplitter(), MessageReader()
+    for chunk in chunks:
+        for line in splitter.feed(chunk):
+            if (event := reader.feed(line)) is not None:
+                yield event
 
 
-async def amessages(lines: AsyncIterator[str]) -> AsyncIterator[EventOut]:
-    reader = MessageReader()
-    async for line in lines:
-        if (event := reader.feed(line)) is not None:
-            yield event
+async def amessages(chunks: AsyncIterator[bytes]) -> AsyncIterator[EventOut]:
+    """The events of a stream's bytes (Response.aiter_bytes)."""
+    splitter, reader = LineSplitter(), MessageReader()
+    async for chunk in chunks:
+        for line in splitter.feed(chunk):
+            if (event := reader.feed(line)) is not None:
+                yield event

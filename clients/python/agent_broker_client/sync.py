@@ -96,7 +96,7 @@ class Client(ClientCore):
             ) as response:
                 if response.status_code != 200:
                     raise refused(response.status_code, response.read())
-                for event in messages(response.iter_lines()):
+                for event in messages(response.iter_bytes()):
                     last = event.id
                     yield event
 

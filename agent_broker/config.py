@@ -8,12 +8,16 @@ import re
 from datetime import timedelta
 from functools import cached_property
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from pydantic import Field, PrivateAttr, model_validator
+from pydantic import Field, PrivateAttr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from agent_broker.pricing import DOMAIN_GRANT_MICRO
+
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+    from limits import RateLimitItem
 
 
 def parse_resolve(spec: str) -> dict[str, tuple[str, int | None]]:
@@ -44,6 +48,63 @@ def parse_resolve(spec: str) -> dict[str, tuple[str, int | None]]:
 
 
 DEV_KEY_HASH_SECRET = "development-only-key-hash-secret-change-me"
+
+# The settings written in the `limits` notation; each is one rate.
+RATE_LIMIT_SETTINGS = (
+    "register_rate_limit",
+    "wallet_recovery_rate_limit",
+    "violation_limit",
+    "domain_verify_rate_limit",
+    "certification_test_rate_limit",
+    "x402_attempt_rate_limit",
+    "invoice_rate_limit",
+)
+# The names both the service's log set-up (agent_broker.logging, the standard library's
+# levels) and uvicorn's log_level take, in any case.
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+SIGNING_KEY_FORMAT = (
+    "must be 64 hex characters (the raw Ed25519 seed) or an unencrypted PEM PKCS#8 "
+    "Ed25519 private key"
+)
+_HEX_SEED = re.compile(r"[0-9a-fA-F]{64}")
+
+
+def parse_rate_limit(text: str) -> RateLimitItem:
+    """One rate in the `limits` notation ("20/hour", "5 per minute"), parsed by `limits`
+    itself. Several rates ("10/hour;20/day") are refused rather than cut to the first.
+    The messages never repeat the value."""
+    from limits import parse_many
+
+    try:
+        items = parse_many(text)
+    except ValueError:
+        raise ValueError(
+            'must be a rate in the `limits` notation, e.g. "20/hour" or "5 per minute"'
+        ) from None
+    if len(items) != 1:
+        raise ValueError('takes one rate, e.g. "20/hour", not several separated by ";", "," or "|"')
+    return items[0]
+
+
+def parse_signing_key(text: str) -> Ed25519PrivateKey:
+    """An Ed25519 private key from 64 hex characters (the raw 32-byte seed) or a PEM
+    PKCS#8 private key; ValueError(SIGNING_KEY_FORMAT) otherwise, never echoing the key."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    text = text.strip()
+    if _HEX_SEED.fullmatch(text):
+        return Ed25519PrivateKey.from_private_bytes(bytes.fromhex(text))
+    if text.startswith("-----BEGIN"):
+        # Environment variables often carry a PEM with its newlines escaped.
+        pem = text.replace("\\n", "\n").encode()
+        try:
+            key = serialization.load_pem_private_key(pem, password=None)
+        except (ValueError, TypeError):
+            key = None
+        if isinstance(key, Ed25519PrivateKey):
+            return key
+    raise ValueError(SIGNING_KEY_FORMAT)
 
 
 def default_var_dir() -> str:
@@ -83,7 +144,10 @@ def _is_evm_address(value: str) -> bool:
 
 
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="BROKER_", extra="ignore")
+    # Values stay out of error messages: a BROKER_* value may be a secret.
+    model_config = SettingsConfigDict(
+        env_prefix="BROKER_", extra="ignore", hide_input_in_errors=True
+    )
 
     env: Literal["development", "staging", "production"] = "development"
     # Empty = the SQLite file broker.db in var_dir (production sets it).
@@ -238,6 +302,26 @@ class Settings(BaseSettings):
             self.database_url = f"sqlite:///{Path(self.var_dir) / 'broker.db'}"
             self._default_database = True
         return self
+
+    @field_validator(*RATE_LIMIT_SETTINGS)
+    @classmethod
+    def _check_rate_limit(cls, value: str) -> str:
+        parse_rate_limit(value)
+        return value
+
+    @field_validator("log_level")
+    @classmethod
+    def _check_log_level(cls, value: str) -> str:
+        if value.upper() not in LOG_LEVELS:
+            raise ValueError(f"must be one of {', '.join(LOG_LEVELS)} (in any case)")
+        return value.upper()
+
+    @field_validator("signing_key", "card_signing_key")
+    @classmethod
+    def _check_signing_key(cls, value: str) -> str:
+        if value:  # empty: the development key file (production refuses it below)
+            parse_signing_key(value)
+        return value
 
     @model_validator(mode="after")
     def _check_trusted_proxies(self) -> Settings:

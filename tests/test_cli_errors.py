@@ -177,3 +177,64 @@ def test_an_unknown_dispatch_is_a_configuration_error(clean_env, monkeypatch):
     assert result.stderr.splitlines() == [
         "configuration error: BROKER_DB_DISPATCH: Input should be 'inline' or 'threads'"
     ]
+
+
+# --- values that used to pass the settings and fail on first use ---------------------------
+
+RATE_NOTATION = 'must be a rate in the `limits` notation, e.g. "20/hour" or "5 per minute"'
+ONE_RATE = 'takes one rate, e.g. "20/hour", not several separated by ";", "," or "|"'
+LEVELS = "must be one of DEBUG, INFO, WARNING, ERROR, CRITICAL (in any case)"
+KEY_FORMAT = (
+    "must be 64 hex characters (the raw Ed25519 seed) or an unencrypted PEM PKCS#8 "
+    "Ed25519 private key"
+)
+ESCROW_RULE = ["admin", "escrow-rule", str(uuid.uuid4()), "--outcome", "refund", "--reason", "r"]
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "problem", "args"),
+    [
+        ("BROKER_REGISTER_RATE_LIMIT", "garbage", RATE_NOTATION, ["serve"]),
+        ("BROKER_INVOICE_RATE_LIMIT", "lots/hour", RATE_NOTATION, ["db", "upgrade"]),
+        ("BROKER_VIOLATION_LIMIT", "10/hour;20/day", ONE_RATE, ["jobs", "run", "ledger-seal"]),
+        ("BROKER_X402_ATTEMPT_RATE_LIMIT", "10/hour,20/day", ONE_RATE, ["db", "upgrade"]),
+        ("BROKER_LOG_LEVEL", "bogus", LEVELS, ["serve"]),
+        ("BROKER_SIGNING_KEY", "hunter2-signing-key", KEY_FORMAT, ["serve"]),
+        ("BROKER_SIGNING_KEY", "ab" * 31, KEY_FORMAT, ESCROW_RULE),
+        ("BROKER_CARD_SIGNING_KEY", "hunter2-card-key", KEY_FORMAT, ["serve"]),
+    ],
+    ids=[
+        "rate-serve",
+        "rate-db",
+        "rates-semicolon-jobs",
+        "rates-comma-db",
+        "level-serve",
+        "key-serve",
+        "key-escrow-rule",
+        "card-key-serve",
+    ],
+)
+def test_a_value_the_service_cannot_use_stops_the_command_first(
+    clean_env, monkeypatch, variable, value, problem, args
+):
+    started: list[dict] = []
+    monkeypatch.setattr(uvicorn, "run", lambda *_a, **options: started.append(options))
+    monkeypatch.setenv(variable, value)
+    result = _run(*args)
+    assert result.exit_code == 2, result.output
+    assert result.stderr.splitlines() == [f"configuration error: {variable}: {problem}"]
+    assert value not in result.output
+    assert isinstance(result.exception, SystemExit)  # no traceback
+    assert not started
+
+
+def test_serve_starts_with_usable_limits_level_and_keys(clean_env, monkeypatch):
+    started: list[dict] = []
+    monkeypatch.setattr(uvicorn, "run", lambda *_a, **options: started.append(options))
+    monkeypatch.setenv("BROKER_REGISTER_RATE_LIMIT", "5 per minute")
+    monkeypatch.setenv("BROKER_LOG_LEVEL", "debug")
+    monkeypatch.setenv("BROKER_SIGNING_KEY", "ab" * 32)
+    monkeypatch.setenv("BROKER_CARD_SIGNING_KEY", "CD" * 32)
+    result = _run("serve")
+    assert result.exit_code == 0, result.output
+    assert started and started[0]["log_level"] == "debug"

@@ -74,8 +74,15 @@ def test_the_env_example_names_real_settings_and_cannot_start_production_as_it_i
     assert example["BROKER_ENV"] == "production"
     # Placeholders only: copied unchanged, production refuses to start.
     assert {example[name] for name in secrets} == {"CHANGE-ME"}
+    values = {name.removeprefix("BROKER_").lower(): v for name, v in example.items()}
+    with pytest.raises(ValidationError) as refused:
+        Settings(**values)
+    # The placeholder keys are not keys; with real ones, the placeholder secret is refused.
+    refused_settings = {error["loc"] for error in refused.value.errors()}
+    assert refused_settings == {("signing_key",), ("card_signing_key",)}
+    real_keys = {"signing_key": "ab" * 32, "card_signing_key": "cd" * 32}
     with pytest.raises(ValidationError, match="BROKER_KEY_HASH_SECRET"):
-        Settings(**{name.removeprefix("BROKER_").lower(): v for name, v in example.items()})
+        Settings(**(values | real_keys))
 
 
 def _caddy_value(directive: str) -> str:

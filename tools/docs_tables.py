@@ -47,8 +47,8 @@ SETTING_MEANINGS: dict[str, str] = {
     "key_hash_secret": "HMAC secret for API-key hashes and handles; 32+ characters, required "
     "in production; changing it invalidates every API key",
     "signing_key": "Ed25519 secret for PASETO tokens (deal credentials, attestations): 64 hex "
-    "characters (the raw seed) or a PEM PKCS#8 key; required in production; unset elsewhere: "
-    "generated once into `{BROKER_VAR_DIR}/signing-key.pem`",
+    "characters (the raw seed) or an unencrypted PEM PKCS#8 key; required in production; "
+    "unset elsewhere: generated once into `{BROKER_VAR_DIR}/signing-key.pem`",
     "card_signing_key": "Ed25519 secret that signs the agent card (same formats as "
     "`BROKER_SIGNING_KEY`); required in production; unset elsewhere: generated once into "
     "`{BROKER_VAR_DIR}/card-signing-key.pem`",
@@ -88,8 +88,8 @@ SETTING_MEANINGS: dict[str, str] = {
     "lock (0: no limit), for requests, jobs and the CLI alike",
     "db_job_statement_timeout_ms": "PostgreSQL only: the statement limit of scheduled jobs and "
     "of the CLI's commands; keep it under the job lease of 10 minutes",
-    "log_level": "log level; logs are JSON lines on standard error and never contain keys, "
-    "bodies or query strings",
+    "log_level": "`DEBUG`, `INFO`, `WARNING`, `ERROR` or `CRITICAL` (in any case); logs are "
+    "JSON lines on standard error and never contain keys, bodies or query strings",
     "jobs_enabled": "run the scheduled jobs inside `serve`",
     "jobs_tick_seconds": "how often `serve` looks for due jobs",
     "metrics_enabled": "serve Prometheus metrics at `/metrics` (404 when off)",

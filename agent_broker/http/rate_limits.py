@@ -19,14 +19,14 @@ from collections.abc import Callable
 from typing import Any, Protocol, TypeVar
 
 import structlog
-from limits import RateLimitItem, parse
+from limits import RateLimitItem
 from limits.storage import MemoryStorage, Storage, storage_from_string
 from limits.strategies import MovingWindowRateLimiter
 from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.retry import Retry
 
-from agent_broker.config import Settings
+from agent_broker.config import Settings, parse_rate_limit
 from agent_broker.problems import RateLimited
 
 log = structlog.get_logger("agent_broker.rate_limits")
@@ -145,7 +145,8 @@ class RateLimiter:
     def _item(self, limit: str) -> RateLimitItem:
         item = self._items.get(limit)
         if item is None:
-            item = self._items[limit] = parse(limit)
+            # The parse Settings checks the rate-limit settings with: one rate, or refused.
+            item = self._items[limit] = parse_rate_limit(limit)
         return item
 
     def _guarded(self, name: str, call: Callable[[], T], fallback: T) -> T:

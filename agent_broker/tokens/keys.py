@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,13 +18,12 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 from pyseto import KeyInterface
 
-from agent_broker.config import Settings
+from agent_broker.config import SIGNING_KEY_FORMAT, Settings, parse_signing_key
 
 log = structlog.get_logger("agent_broker.tokens")
 
 KEY_FILE_NAME = "signing-key.pem"
 CARD_KEY_FILE_NAME = "card-signing-key.pem"
-_HEX_SEED = re.compile(r"[0-9a-fA-F]{64}")
 
 
 class SigningKeyError(ValueError):
@@ -77,23 +75,12 @@ def secret_hex(signer: Signer) -> str:
 
 
 def parse_secret(text: str) -> Ed25519PrivateKey:
-    """64 hex characters (the raw 32-byte seed) or a PEM PKCS#8 Ed25519 private key."""
-    text = text.strip()
-    if _HEX_SEED.fullmatch(text):
-        return Ed25519PrivateKey.from_private_bytes(bytes.fromhex(text))
-    if text.startswith("-----BEGIN"):
-        # Environment variables often carry a PEM with its newlines escaped.
-        pem = text.replace("\\n", "\n").encode()
-        try:
-            key = serialization.load_pem_private_key(pem, password=None)
-        except (ValueError, TypeError):
-            key = None
-        if isinstance(key, Ed25519PrivateKey):
-            return key
-    raise SigningKeyError(
-        "BROKER_SIGNING_KEY must be 64 hex characters (the raw Ed25519 seed) or an "
-        "unencrypted PEM PKCS#8 Ed25519 private key"
-    )
+    """64 hex characters (the raw 32-byte seed) or a PEM PKCS#8 Ed25519 private key: the
+    rules Settings checks BROKER_SIGNING_KEY and BROKER_CARD_SIGNING_KEY by."""
+    try:
+        return parse_signing_key(text)
+    except ValueError:
+        raise SigningKeyError(f"BROKER_SIGNING_KEY {SIGNING_KEY_FORMAT}") from None
 
 
 def signer_for(settings: Settings) -> Signer:

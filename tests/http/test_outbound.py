@@ -656,8 +656,8 @@ def _production(**overrides: Any) -> Settings:
     return Settings(
         env="production",
         key_hash_secret=STRONG,
-        signing_key="x",
-        card_signing_key="y",
+        signing_key="ab" * 32,
+        card_signing_key="cd" * 32,
         database_url="postgresql+psycopg://db/b",
         **overrides,
     )

@@ -22,6 +22,7 @@ from a2a.utils.signing import (
 from fastapi.testclient import TestClient
 from joserfc import jws
 from joserfc.jwk import OKPKey
+from pydantic import ValidationError
 
 from agent_broker import clock
 from tests.support.http import assert_problem
@@ -143,7 +144,7 @@ def test_a_configured_card_key_is_used(make_app):
 
 
 def test_a_bad_card_key_stops_the_app(make_app):
-    with pytest.raises(ValueError, match="BROKER_CARD_SIGNING_KEY"):
+    with pytest.raises(ValidationError, match="card_signing_key"):
         make_app(card_signing_key="not-a-key")
 
 

@@ -9,11 +9,12 @@ from pathlib import Path
 import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
+from pydantic import ValidationError
 from sqlalchemy import select
 
 from agent_broker import clock
 from agent_broker.tokens import keys, registry
-from agent_broker.tokens.keys import Signer, SigningKeyError
+from agent_broker.tokens.keys import Signer
 from agent_broker.tokens.models import SigningKey
 from tests.support.paseto import RFC8032_PUBLIC_HEX, RFC8032_SEED_HEX
 
@@ -81,7 +82,7 @@ def test_the_configured_signing_key_is_the_one_published(make_app, var_dir: Path
 
 
 def test_a_bad_signing_key_stops_start_up(make_app, var_dir: Path):
-    with pytest.raises(SigningKeyError, match="BROKER_SIGNING_KEY"):
+    with pytest.raises(ValidationError, match="signing_key"):
         make_app(signing_key="not-a-key", var_dir=str(var_dir))
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 import stat
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -11,8 +12,9 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from pydantic import ValidationError
 
-from agent_broker.config import Settings
+from agent_broker.config import SIGNING_KEY_FORMAT, Settings
 from agent_broker.tokens import keys
 from agent_broker.tokens.keys import SigningKeyError, signer_for
 from tests.support.paseto import RFC8032_PUBLIC_HEX, RFC8032_SEED_HEX
@@ -101,9 +103,13 @@ def test_configured_signing_key_is_used_and_nothing_is_written(tmp_path: Path, s
     ids=["short", "62-hex", "66-hex", "not-hex", "bad-pem", "ec-key", "encrypted", "public"],
 )
 def test_anything_else_is_refused_without_echoing_it(tmp_path: Path, secret: str):
-    with pytest.raises(SigningKeyError, match="BROKER_SIGNING_KEY must be") as refused:
-        signer_for(Settings(signing_key=secret, var_dir=str(tmp_path)))
+    # The settings refuse it before anything starts, by the same rules as parse_secret.
+    with pytest.raises(ValidationError, match=re.escape(SIGNING_KEY_FORMAT)) as refused:
+        Settings(signing_key=secret, var_dir=str(tmp_path))
     assert secret.strip() not in str(refused.value)
+    with pytest.raises(SigningKeyError, match="BROKER_SIGNING_KEY must be") as unparsed:
+        keys.parse_secret(secret)
+    assert secret.strip() not in str(unparsed.value)
     assert list(tmp_path.iterdir()) == []
 
 

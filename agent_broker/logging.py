@@ -38,8 +38,9 @@ _ADOPTED = ("uvicorn", "uvicorn.error", "sqlalchemy")
 # uvicorn's access log writes the raw path with its query string: never on (the access
 # line of agent_broker.http.request_id replaces it).
 _SILENCED = ("uvicorn.access",)
-# Libraries that log whole outbound URLs (query strings included) at INFO: warnings only.
-_QUIETED = ("httpx", "httpcore", "httpx2", "httpcore2")
+# Warnings only: libraries that log whole outbound URLs (query strings included) at INFO,
+# and Alembic's plugin set-up, a line per built-in plugin whenever Alembic is imported.
+_QUIETED = ("httpx", "httpcore", "httpx2", "httpcore2", "alembic.runtime.plugins")
 
 
 def redact_secrets(_logger: Any, _method: str, event_dict: EventDict) -> EventDict:

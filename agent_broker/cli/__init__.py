@@ -21,6 +21,20 @@ __all__ = ["app", "event_loop_for", "main"]
 app = typer.Typer(
     help="agent-broker: a marketplace broker for automated agents.", no_args_is_help=True
 )
+
+
+@app.callback()
+def _configure_logging(ctx: typer.Context) -> None:
+    # Before any command runs, so nothing it logs reaches standard output in structlog's
+    # console format: JSON lines on standard error, at INFO until load_settings applies
+    # BROKER_LOG_LEVEL (some commands never load the settings). `agent` is left alone: it
+    # is `agent-broker-agent`, with the same output.
+    if ctx.invoked_subcommand != "agent":
+        from agent_broker.logging import configure
+
+        configure()
+
+
 app.command()(serve.serve)
 app.command("mcp")(serve.mcp)
 app.command("verify-proof")(verify_proof.verify_proof)

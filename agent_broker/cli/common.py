@@ -1,5 +1,6 @@
-"""What the operator commands share: the settings, read with one line per rejected value,
-and the database, opened only once it carries this release's schema."""
+"""What the operator commands share: the settings, read with one line per rejected value
+(and the log level they set applied), and the database, opened only once it carries this
+release's schema."""
 
 from __future__ import annotations
 
@@ -17,8 +18,12 @@ NOT_MIGRATED = "database is not migrated; run `agent-broker db upgrade`"
 
 
 def load_settings() -> Settings:
+    """The settings; the command's log lines (JSON on standard error, configured before
+    any command runs) are filtered at their BROKER_LOG_LEVEL from here on."""
+    from agent_broker.logging import configure as configure_logging
+
     try:
-        return Settings()
+        settings = Settings()
     except ValidationError as exc:
         # One line per rejected setting, never its value: a BROKER_* value may be a secret.
         for line in _setting_errors(exc):
@@ -27,6 +32,8 @@ def load_settings() -> Settings:
     except ValueError as exc:
         typer.echo(f"configuration error: {exc}", err=True)
         raise typer.Exit(2) from None
+    configure_logging(settings.log_level)
+    return settings
 
 
 def _setting_errors(exc: ValidationError) -> list[str]:

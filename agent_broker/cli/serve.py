@@ -65,9 +65,6 @@ def _log_start(event: str, settings: Settings, **fields: object) -> None:
     database it uses (a SQLite file by its absolute path)."""
     import structlog
 
-    from agent_broker.logging import configure as configure_logging
-
-    configure_logging(settings.log_level)
     structlog.get_logger("agent_broker.serve").info(
         event, database=database_label(settings.database_url), **fields
     )
@@ -77,8 +74,6 @@ def _note_how_workers_write(settings: Settings, workers: int) -> None:
     """Warn (in the service's JSON log) of a worker count that wastes the database's
     write concurrency."""
     import structlog
-
-    from agent_broker.logging import configure as configure_logging
 
     if settings.is_sqlite and workers > 1:
         detail = (
@@ -92,7 +87,6 @@ def _note_how_workers_write(settings: Settings, workers: int) -> None:
         )
     else:
         return
-    configure_logging(settings.log_level)
     structlog.get_logger("agent_broker.serve").warning("serve_workers_note", detail=detail)
 
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -12,6 +15,7 @@ if TYPE_CHECKING:
     from agent_broker.db.engine import Database
 
 MIGRATIONS = Path(__file__).parent  # env.py, script.py.mako and versions/ sit beside this file
+_MIGRATION_LOGGER = "alembic.runtime.migration"
 
 
 def alembic_config(database_url: str) -> Config:
@@ -48,6 +52,20 @@ def is_migrated(db: Database) -> bool:
     cfg.set_main_option("script_location", str(MIGRATIONS))
     heads = set(ScriptDirectory.from_config(cfg).get_heads())
     # A reader session: on SQLite it begins DEFERRED and takes no write lock.
-    with db.reader() as session:
+    with db.reader() as session, _quiet(_MIGRATION_LOGGER):
         current = set(MigrationContext.configure(session.connection()).get_current_heads())
     return current == heads
+
+
+@contextmanager
+def _quiet(name: str) -> Iterator[None]:
+    """Warnings only from the logger `name` for the block: every operator command checks
+    the schema, and Alembic's lines about the dialect in use ("Context impl SQLiteImpl.")
+    would otherwise open each command's log."""
+    logger = logging.getLogger(name)
+    level = logger.level
+    logger.setLevel(max(logger.getEffectiveLevel(), logging.WARNING))
+    try:
+        yield
+    finally:
+        logger.setLevel(level)

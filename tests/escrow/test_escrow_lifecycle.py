@@ -206,7 +206,7 @@ def test_the_operator_rules_where_no_account_evaluates(app, client, cli_env):
     assert unshared.exit_code == 2 and "invalid_input" in unshared.output
     result = CliRunner().invoke(cli, rule)
     assert result.exit_code == 0, result.output
-    ruled = json.loads(result.output)["escrow"]
+    ruled = json.loads(result.stdout)["escrow"]  # log lines go to stderr
     assert ruled["status"] == "refunded" and ruled["settlement"]["settled_by"] == "operator"
     assert balance_and_held(client, market.buyer) == (PRICE, 0)
     # Anyone can check the ruling with the published key document.
@@ -257,7 +257,7 @@ def test_anyone_checks_a_ruling_with_verify_ruling(app, client, live_server):
     check = ["verify-ruling", ruling["token"], "--service", live_server, "--deal-id", deal]
     verified = CliRunner().invoke(cli, [*check, "--reason", ruling["reason"]])
     assert verified.exit_code == 0, verified.output
-    claims = json.loads(verified.output)
+    claims = json.loads(verified.stdout)
     assert (claims["typ"], claims["outcome"], claims["seller_share_bps"]) == (
         "svc.ruling.v1",
         "split",

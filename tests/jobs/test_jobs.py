@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 
 from sqlalchemy import select, update
@@ -122,7 +123,9 @@ def test_jobs_run_from_the_command_line(database_url, monkeypatch, app, client):
     monkeypatch.setenv("BROKER_DATABASE_URL", database_url)
     result = CliRunner().invoke(cli, ["jobs", "run", "expire-holds"])
     assert result.exit_code == 0, result.output
-    assert result.output.strip() == "expire-holds: settled 1 lapsed holds"
+    assert result.stdout == "expire-holds: settled 1 lapsed holds\n"  # the outcome alone
+    [logged] = [json.loads(line) for line in result.stderr.splitlines()]
+    assert (logged["event"], logged["job"]) == ("job_ran", "expire-holds")
     assert hold_state(app, hold_id) == ("lapsed", 0)
     assert lease(app, "expire-holds").last_outcome == "settled 1 lapsed holds"
 

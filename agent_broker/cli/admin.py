@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from agent_broker.cli.common import load_settings, open_database
+from agent_broker.cli.common import load_settings, load_signer, open_database
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session
@@ -160,14 +160,13 @@ def admin_escrow_rule(
     from agent_broker import clock
     from agent_broker.deals.settlement import rule_as_operator
     from agent_broker.problems import Problem, Reason
-    from agent_broker.tokens.keys import signer_for
     from agent_broker.tokens.startup import register as register_signer
 
     if outcome not in ("release", "refund", "split"):
         typer.echo("--outcome must be release, refund or split", err=True)
         raise typer.Exit(2)
     settings = load_settings()
-    signer = signer_for(settings)
+    signer = load_signer(settings)
     db = open_database(settings)
     try:
         # The ruling is checked against the key document: its key is published first, as

@@ -13,6 +13,7 @@ from agent_broker.config import Settings
 
 if TYPE_CHECKING:
     from agent_broker.db.engine import Database
+    from agent_broker.tokens.keys import Signer
 
 NOT_MIGRATED = "database is not migrated; run `agent-broker db upgrade`"
 
@@ -34,6 +35,18 @@ def load_settings() -> Settings:
         raise typer.Exit(2) from None
     configure_logging(settings.log_level)
     return settings
+
+
+def load_signer(settings: Settings) -> Signer:
+    """The signing key the settings call for; a development key file that holds no key
+    is one line and exit 1, not a traceback."""
+    from agent_broker.tokens.keys import SigningKeyError, signer_for
+
+    try:
+        return signer_for(settings)
+    except SigningKeyError as exc:
+        typer.echo(f"signing key error: {exc}", err=True)
+        raise typer.Exit(1) from None
 
 
 def _setting_errors(exc: ValidationError) -> list[str]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from agent_broker.cli.common import load_settings, open_database
+from agent_broker.cli.common import load_settings, load_signer, open_database
 
 keys_app = typer.Typer(help="Token signing keys.", no_args_is_help=True)
 
@@ -27,6 +27,7 @@ def keys_rotate() -> None:
             err=True,
         )
         return
+    load_signer(settings)  # a key file that holds no key is not rotated away unseen
     # Checked first: the key file is not rotated for a database that cannot record it.
     db = open_database(settings)
     try:

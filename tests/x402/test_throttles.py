@@ -24,6 +24,18 @@ def from_address(app: FastAPI, address: str) -> Iterator[TestClient]:
         yield client
 
 
+def _spends_its_whole_budget(app: FastAPI, wallet: Wallet) -> None:
+    """The wallet's own payments from many addresses: two pass, the third is over its
+    budget of two, whatever was tried in its name before."""
+    for n in range(2):
+        with from_address(app, f"192.0.2.{n}") as client:
+            paid = client.get("/v1/feed", headers={"X-PAYMENT": v1_payment(client, wallet)})
+            assert paid.status_code == 200, paid.text
+    with from_address(app, "192.0.2.99") as client:
+        over = client.get("/v1/feed", headers={"X-PAYMENT": v1_payment(client, wallet)})
+        assert_problem(over, 429, "rate_limited")
+
+
 def test_payment_attempts_are_limited_per_source_address(
     make_app: Callable[..., FastAPI], x402_settings, facilitator: LocalFacilitator
 ):
@@ -56,14 +68,7 @@ def test_a_wallet_has_its_own_budget_that_forgeries_do_not_spend(
             )
             assert problem["invalidReason"] == "invalid_exact_evm_payload_signature"
     assert facilitator.calls == [] and x402_rows(app) == []
-    # The wallet's own payments from many addresses: two pass, the third is over budget.
-    for n in range(2):
-        with from_address(app, f"192.0.2.{n}") as client:
-            paid = client.get("/v1/feed", headers={"X-PAYMENT": v1_payment(client, wallet)})
-            assert paid.status_code == 200, paid.text
-    with from_address(app, "192.0.2.99") as client:
-        over = client.get("/v1/feed", headers={"X-PAYMENT": v1_payment(client, wallet)})
-        assert_problem(over, 429, "rate_limited")
+    _spends_its_whole_budget(app, wallet)
     assert len(x402_rows(app)) == 2
 
 
@@ -81,11 +86,4 @@ def test_a_signature_left_to_the_facilitator_does_not_spend_the_named_wallets_bu
             refused = client.get("/v1/feed", headers=wrap(2, forged))
             assert_problem(refused, 402, "insufficient_funds_self")
     assert [path for path, _ in facilitator.calls] == ["/verify"] * 3
-    # The wallet's own payments keep the wallet's whole budget.
-    for n in range(2):
-        with from_address(app, f"192.0.2.{n}") as client:
-            paid = client.get("/v1/feed", headers={"X-PAYMENT": v1_payment(client, wallet)})
-            assert paid.status_code == 200, paid.text
-    with from_address(app, "192.0.2.99") as client:
-        over = client.get("/v1/feed", headers={"X-PAYMENT": v1_payment(client, wallet)})
-        assert_problem(over, 429, "rate_limited")
+    _spends_its_whole_budget(app, wallet)

@@ -37,6 +37,7 @@ from tests.support.identity import (
     write_jwks,
 )
 from tests.support.market import LISTING
+from tests.support.paseto import RFC8032_SEED_HEX
 from tests.support.tls import Answer, tls_server
 
 STRONG = "a" * 40
@@ -494,8 +495,8 @@ def test_production_refuses_a_plain_http_key_set_and_accepts_https_and_file():
     production = {
         "env": "production",
         "key_hash_secret": STRONG,
-        "signing_key": "x",
-        "card_signing_key": "y",
+        "signing_key": RFC8032_SEED_HEX,
+        "card_signing_key": RFC8032_SEED_HEX[::-1],
         "database_url": "postgresql+psycopg://db/b",
         "idp_issuer": ISSUER,
         "idp_audience": AUDIENCE,

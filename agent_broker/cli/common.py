@@ -4,6 +4,8 @@ release's schema."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 import typer
@@ -37,16 +39,25 @@ def load_settings() -> Settings:
     return settings
 
 
-def load_signer(settings: Settings) -> Signer:
-    """The signing key the settings call for; a development key file that holds no key
-    is one line and exit 1, not a traceback."""
-    from agent_broker.tokens.keys import SigningKeyError, signer_for
+@contextmanager
+def signing_key_errors() -> Iterator[None]:
+    """A development key file that holds no key: one line and exit 1, not a traceback
+    (the file is left for the operator to look at)."""
+    from agent_broker.tokens.keys import SigningKeyError
 
     try:
-        return signer_for(settings)
+        yield
     except SigningKeyError as exc:
         typer.echo(f"signing key error: {exc}", err=True)
         raise typer.Exit(1) from None
+
+
+def load_signer(settings: Settings) -> Signer:
+    """The signing key the settings call for (the development key file is made if none)."""
+    from agent_broker.tokens.keys import signer_for
+
+    with signing_key_errors():
+        return signer_for(settings)
 
 
 def _setting_errors(exc: ValidationError) -> list[str]:

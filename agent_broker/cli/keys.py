@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from agent_broker.cli.common import load_settings, load_signer, open_database
+from agent_broker.cli.common import load_settings, open_database, signing_key_errors
 
 keys_app = typer.Typer(help="Token signing keys.", no_args_is_help=True)
 
@@ -27,11 +27,11 @@ def keys_rotate() -> None:
             err=True,
         )
         return
-    load_signer(settings)  # a key file that holds no key is not rotated away unseen
     # Checked first: the key file is not rotated for a database that cannot record it.
     db = open_database(settings)
     try:
-        old, new = keys.rotate_key_file(keys.key_file(settings.var_dir))
+        with signing_key_errors():  # a key file that holds no key is not rotated away unseen
+            old, new = keys.rotate_key_file(keys.key_file(settings.var_dir))
         with db.writer() as session:
             registry.register_current(session, new, now=clock.now())
             session.commit()

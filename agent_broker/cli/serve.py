@@ -10,7 +10,7 @@ from contextlib import contextmanager, suppress
 
 import typer
 
-from agent_broker.cli.common import load_settings, load_signer, open_database
+from agent_broker.cli.common import load_settings, open_database
 from agent_broker.config import Settings, database_label, served_url_file
 
 PUBLIC_BASE_URL_VARIABLE = "BROKER_PUBLIC_BASE_URL"
@@ -113,7 +113,6 @@ def serve(
     from agent_broker.migrations.migrate import upgrade
 
     settings = load_settings()
-    load_signer(settings)  # each worker loads it too: a key file that holds none stops here
     if not no_migrate:
         upgrade(settings.database_url)
     else:

@@ -48,10 +48,10 @@ ESCROW_STEPS: tuple[Step, ...] = (
     ("deliver", "/v1/deals/{deal}/delivery", "seller", True, {"note": "delivered as agreed"}),
     ("accept", "/v1/deals/{deal}/acceptance", "buyer", True, None),
 )
-_OPEN, COUNTER, REPLY, FINALIZE = NEGOTIATION
+OPEN, COUNTER, REPLY, FINALIZE = NEGOTIATION
 OFFERS_STEPS: tuple[Step, ...] = (
     STEPS[0],
-    _OPEN,
+    OPEN,
     COUNTER,
     REPLY,
     ("counter again", *COUNTER[1:]),

@@ -22,24 +22,14 @@ import os
 
 import pytest
 
-from bench.soak import SoakOptions, postgres_problem, redis_problem, run_soak
+from bench.soak import SoakOptions, run_soak
+from tests.support.servers import require_postgres_and_redis
 from tests.support.settings import PG_ADMIN_DSN, REDIS_URL
-
-
-def _require_servers() -> None:
-    for problem, required in (
-        (postgres_problem(PG_ADMIN_DSN), "BROKER_TEST_REQUIRE_POSTGRES"),
-        (redis_problem(REDIS_URL), "BROKER_TEST_REQUIRE_REDIS"),
-    ):
-        if problem and os.environ.get(required) == "1":
-            pytest.fail(f"{problem} ({required}=1)")
-        if problem:
-            pytest.skip(problem)
 
 
 @pytest.mark.serial  # its serve workers restart under load: they need the CPUs to themselves
 def test_killed_workers_lose_no_money_and_no_idempotent_answer():
-    _require_servers()
+    require_postgres_and_redis()
     options = SoakOptions(
         seconds=25,
         clients=64,

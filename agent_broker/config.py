@@ -71,7 +71,8 @@ _HEX_SEED = re.compile(r"[0-9a-fA-F]{64}")
 
 def parse_rate_limit(text: str) -> RateLimitItem:
     """One rate in the `limits` notation ("20/hour", "5 per minute"), parsed by `limits`
-    itself. Several rates ("10/hour;20/day") are refused rather than cut to the first.
+    itself. Several rates ("10/hour;20/day") are refused rather than cut to the first, and
+    a rate of zero ("0/hour") too.
     The messages never repeat the value."""
     from limits import parse_many
 
@@ -83,6 +84,9 @@ def parse_rate_limit(text: str) -> RateLimitItem:
         ) from None
     if len(items) != 1:
         raise ValueError('takes one rate, e.g. "20/hour", not several separated by ";", "," or "|"')
+    if items[0].amount < 1:
+        # A rate of nothing would refuse every request, which no limit here is meant to do.
+        raise ValueError('must allow at least one request per period, e.g. "1/hour"')
     return items[0]
 
 

@@ -88,6 +88,13 @@ def test_a_rate_limit_outside_the_notation_is_refused(name, value):
         assert value not in str(refused.value)
 
 
+@pytest.mark.parametrize("name", RATE_LIMIT_SETTINGS)
+@pytest.mark.parametrize("value", ["0/hour", "0 per minute"])
+def test_a_rate_of_zero_is_refused(name, value):
+    with pytest.raises(ValidationError, match="must allow at least one request per period"):
+        Settings(**{name: value})
+
+
 @pytest.mark.parametrize("value", ["10/hour;20/day", "10/hour,20/day", "10/hour|20/day"])
 def test_several_rates_are_refused_not_cut_to_the_first(value):
     with pytest.raises(ValidationError, match='takes one rate, e.g. "20/hour"'):

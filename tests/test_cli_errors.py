@@ -165,7 +165,8 @@ def test_serve_on_postgresql_notes_a_single_inline_worker(
     # loop, which accepts every waiting connection at once (tests/test_serve_loop.py).
     assert started[0]["loop"] == ("asyncio" if args[1] == "1" else "auto")
     assert (ONE_WRITER_NOTE in result.stderr) is noted
-    events = [json.loads(line)["event"] for line in result.stderr.splitlines()]  # JSON only
+    lines = [json.loads(line) for line in result.stderr.splitlines()]  # JSON only
+    events = [line["event"] for line in lines if line["logger"] == "agent_broker.serve"]
     assert events == ["serve_workers_note"] * noted + ["serve_start"]
 
 

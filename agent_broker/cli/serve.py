@@ -10,7 +10,7 @@ from contextlib import contextmanager, suppress
 
 import typer
 
-from agent_broker.cli.common import load_settings, open_database
+from agent_broker.cli.common import load_settings, load_signer, open_database
 from agent_broker.config import Settings, database_label, served_url_file
 
 PUBLIC_BASE_URL_VARIABLE = "BROKER_PUBLIC_BASE_URL"
@@ -118,6 +118,9 @@ def serve(
     else:
         # Refuse to start rather than answer 500 to every request.
         open_database(settings).dispose()
+    # Each worker loads the key too; a key file that holds none stops serve here, in one
+    # line, once the database is known to be usable (so no key file is made for nothing).
+    load_signer(settings)
     _note_how_workers_write(settings, workers)
     with _public_base_url(settings, host, port) as settings:
         _log_start(

@@ -109,12 +109,13 @@ def test_keys_list_before_any_start_lists_nothing(env):
     assert "no signing keys yet" in result.stderr
 
 
-def test_rotating_a_key_file_that_holds_no_key_is_one_line_and_exit_1(app, env, var_dir: Path):
+@pytest.mark.parametrize("command", [["keys", "rotate"], ["serve", "--no-migrate"], ["serve"]])
+def test_a_key_file_that_holds_no_key_is_one_line_and_exit_1(app, env, var_dir: Path, command):
     damaged = keys.key_file(var_dir)
     damaged.parent.mkdir(parents=True, exist_ok=True)
     damaged.write_text("not a key\n")
     damaged.chmod(0o600)
-    result = CliRunner().invoke(cli, ["keys", "rotate"])
+    result = CliRunner().invoke(cli, command)
     assert result.exit_code == 1
     assert "signing key error:" in result.stderr and "does not hold an Ed25519" in result.stderr
     assert "Traceback" not in result.output

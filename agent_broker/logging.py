@@ -73,6 +73,23 @@ def json_formatter() -> logging.Formatter:
     )
 
 
+class _StandardErrorHandler(logging.StreamHandler):
+    """Writes to whatever sys.stderr is when a line is logged, not when logging was set
+    up: a command run in-process (a test's CLI runner) swaps standard error for a buffer
+    it closes afterwards, and a handler holding that buffer could not log again."""
+
+    def __init__(self) -> None:
+        super().__init__()
+
+    @property
+    def stream(self) -> Any:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _value: Any) -> None:
+        pass  # always the current sys.stderr
+
+
 def configure(level: str = "INFO") -> None:
     """Idempotent: every app (and every test app) may call it again."""
     numeric = logging.getLevelName(level.upper())
@@ -91,7 +108,7 @@ def configure(level: str = "INFO") -> None:
     root = logging.getLogger()
     for handler in [h for h in root.handlers if getattr(h, _HANDLER_MARK, False)]:
         root.removeHandler(handler)
-    handler = logging.StreamHandler(sys.stderr)
+    handler = _StandardErrorHandler()
     setattr(handler, _HANDLER_MARK, True)
     handler.setFormatter(json_formatter())
     root.addHandler(handler)

@@ -144,3 +144,18 @@ def test_uvicorn_logs_through_ours_and_its_own_access_log_stays_off():
     assert line["event"] == "Started server process [42]"
     assert line["logger"] == "uvicorn.error"
     assert "color_message" not in line
+
+
+def test_logging_writes_to_the_standard_error_of_the_moment(monkeypatch, capsys):
+    # A command run in-process swaps standard error for a buffer and closes it afterwards
+    # (click's CliRunner): lines logged later go to the standard error then in place.
+    swapped = io.StringIO()
+    monkeypatch.setattr("sys.stderr", swapped)
+    configure("INFO")
+    structlog.get_logger("tests.swap").info("while_swapped")
+    swapped.close()
+    monkeypatch.undo()
+    structlog.get_logger("tests.swap").info("after_swap")
+    err = capsys.readouterr().err
+    assert "Logging error" not in err
+    assert [json.loads(line)["event"] for line in err.splitlines()] == ["after_swap"]

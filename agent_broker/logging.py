@@ -78,9 +78,6 @@ class _StandardErrorHandler(logging.StreamHandler):
     up: a command run in-process (a test's CLI runner) swaps standard error for a buffer
     it closes afterwards, and a handler holding that buffer could not log again."""
 
-    def __init__(self) -> None:
-        super().__init__()
-
     @property
     def stream(self) -> Any:
         return sys.stderr

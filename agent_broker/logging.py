@@ -74,17 +74,17 @@ def json_formatter() -> logging.Formatter:
 
 
 class _StandardErrorHandler(logging.StreamHandler):
-    """Writes to whatever sys.stderr is when a line is logged, not when logging was set
-    up: a command run in-process (a test's CLI runner) swaps standard error for a buffer
-    it closes afterwards, and a handler holding that buffer could not log again."""
+    """Standard error as it was when logging was set up, or as it is now once that one is
+    closed: a command run in-process (a test's CLI runner) sets logging up while its
+    standard error is a buffer it closes afterwards, and later lines must not be lost."""
 
-    @property
-    def stream(self) -> Any:
-        return sys.stderr
+    def __init__(self) -> None:
+        super().__init__(sys.stderr)
 
-    @stream.setter
-    def stream(self, _value: Any) -> None:
-        pass  # always the current sys.stderr
+    def emit(self, record: logging.LogRecord) -> None:
+        if getattr(self.stream, "closed", False):
+            self.stream = sys.stderr
+        super().emit(record)
 
 
 def configure(level: str = "INFO") -> None:

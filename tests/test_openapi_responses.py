@@ -339,7 +339,12 @@ def test_every_response_matches_the_document(
     ).json()
     assert replay == {"account_id": created["account_id"], "existing": True}
     api.post("/v1/account/register", 428, json={"accepted_terms": False})
-    api.post("/v1/account/register", 400, json={"accepted_terms": "yes"})
+    api.post(
+        "/v1/account/register",
+        400,
+        content=b'{"accepted_terms": tru',
+        headers={"content-type": "application/json"},
+    )
 
     poster, opener, rival = api.register(), api.register(), api.register()
     api.get("/v1/account", 401)

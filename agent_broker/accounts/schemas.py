@@ -1,8 +1,8 @@
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field, StrictBool
+from pydantic import BaseModel, Field, WithJsonSchema
 
 from agent_broker.http.responses import (
     Email,
@@ -20,9 +20,15 @@ BlockedAction = Literal["open_thread", "receive_thread"]
 
 
 class RegisterAccountRequest(BaseModel):
-    accepted_terms: StrictBool | None = Field(
-        default=None, description="Required; must be true (otherwise 428 terms_required)."
-    )
+    # Any JSON value is taken, so that every value other than true is 428 terms_required
+    # (docs/interface.md §7.1), a string or a number included; the document still
+    # declares what to send.
+    accepted_terms: Annotated[
+        Any,
+        WithJsonSchema(
+            {"anyOf": [{"type": "boolean"}, {"type": "null"}], "title": "Accepted Terms"}
+        ),
+    ] = Field(default=None, description="Required; must be true (otherwise 428 terms_required).")
 
 
 class NextStep(BaseModel):

@@ -43,6 +43,7 @@ def verify_ruling(
         raise RulingMismatch(f"the ruling is of deal {claims.get('deal_id')}, not {deal_id}")
     if reason is not None:
         digest = hashlib.sha256(reason.encode("utf-8")).hexdigest()
-        if not hmac.compare_digest(str(claims.get("reason_sha256", "")), digest):
+        presented = str(claims.get("reason_sha256", "")).encode()
+        if not hmac.compare_digest(presented, digest.encode()):
             raise RulingMismatch("the ruling was signed for another reason text")
     return claims

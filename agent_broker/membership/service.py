@@ -38,7 +38,7 @@ def register(
     settings: Settings,
     limiter: RateLimiter,
     *,
-    accepted_terms: bool | None,
+    accepted_terms: object,
     source: str,
     now: datetime,
 ) -> Registration:
@@ -74,7 +74,7 @@ def register_once(
     limiter: RateLimiter,
     key: IdempotencyKey | None,
     *,
-    accepted_terms: bool | None,
+    accepted_terms: object,
     source: str,
     now: datetime,
 ) -> Outcome:

@@ -99,8 +99,8 @@ def test_absent_body_is_428_terms_required(app, client):
 
 
 @pytest.mark.parametrize("value", ["true", 1, "yes", [True], {"v": True}])
-def test_non_boolean_accepted_terms_is_400(app, client, value):
-    assert_problem(client.post(REGISTER, json={"accepted_terms": value}), 400, "invalid_input")
+def test_accepted_terms_other_than_true_is_428_whatever_its_type(app, client, value):
+    assert_problem(client.post(REGISTER, json={"accepted_terms": value}), 428, "terms_required")
     assert _count_accounts(app) == 0
 
 

@@ -80,6 +80,8 @@ def test_answers_that_break_the_contract_fail_and_are_recorded(client, challenge
         (Answer(body=b"ok"), 200, "not JSON"),
         (Answer(body=wrong_nonce), 200, "does not echo"),
         (Answer(body=b"[]"), 200, "does not echo"),
+        # Not ASCII: compared as bytes, a plain mismatch (not an error in the comparison).
+        (Answer(body=json.dumps({"nonce": "\u00e9" * 32}).encode()), 200, "does not echo"),
     ]
     for answer, code, why in cases:
         _failing(challenge_server, answer)

@@ -71,7 +71,8 @@ class Order:
 def order_for(
     settings: Settings, pack_count: int, processor: str | None, chain: str | None
 ) -> Order:
-    if chain in NOT_OFFERED:
+    # The chain is processor_b's alone: processor_a ignores it, whatever it names.
+    if chain in NOT_OFFERED and processor != "processor_a":
         raise InvalidInput(NOT_OFFERED[chain])
     if processor is None:
         if settings.env == "production":

@@ -310,7 +310,7 @@ def test_chain_floors_raise_the_order(app, client, processors, chain, asked, pac
     assert query["address"] == FORWARD[chain]
 
 
-@pytest.mark.parametrize("processor", ["processor_b", "processor_a", None])
+@pytest.mark.parametrize("processor", ["processor_b", None])
 def test_usdtbase_is_refused(app, client, processors, processor):
     agent = register(client)
     body = {"pack_count": 5, "chain": "usdtbase"}
@@ -320,6 +320,14 @@ def test_usdtbase_is_refused(app, client, processors, processor):
     assert "not offered" in problem["detail"]
     assert invoice_count(app) == 0
     assert processors.requests == []
+
+
+def test_processor_a_ignores_the_chain_even_one_not_offered(app, client, processors):
+    agent = register(client)
+    response = buy(client, agent, pack_count=5, processor="processor_a", chain="usdtbase")
+    assert response.status_code == 201, response.text
+    row = the_invoice(app, response.json()["processor_id"])
+    assert (row.processor, row.chain) == ("processor_a", None)
 
 
 def test_usdcbase_is_offered(client, processors):

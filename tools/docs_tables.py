@@ -213,7 +213,8 @@ REASON_MEANINGS: dict[str, tuple[str, str]] = {
         "409",
         "an offer when it is not your turn; any move on a rejected thread; finalizing while "
         "your own last offer is unanswered; an escrow step the escrow's state does not allow "
-        "yet (accepting before delivery, ruling before a rejection)",
+        "yet (accepting before delivery, ruling before a rejection, delivering after "
+        "deliver_by); rating or disputing an escrow deal before its escrow settles",
     ),
     "already_finalized": (
         "409",

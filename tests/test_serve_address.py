@@ -66,7 +66,10 @@ def _wait_until_healthy(proc: subprocess.Popen, base: str, log: Path) -> None:
     pytest.fail("serve did not answer in time")
 
 
-def test_serve_on_another_port_links_to_that_port_in_development(tmp_path: Path) -> None:
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_serve_on_another_port_links_to_that_port_in_development(
+    tmp_path: Path, workers: str
+) -> None:
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     var = tmp_path / "var"
@@ -77,10 +80,10 @@ def test_serve_on_another_port_links_to_that_port_in_development(tmp_path: Path)
         BROKER_JOBS_ENABLED="false",
     )
     log = tmp_path / "serve.log"
-    # Two workers: each reads its settings from the environment serve hands down.
+    # With two workers, each reads its settings from the environment serve hands down.
     proc = subprocess.Popen(
         [sys.executable, "-m", "agent_broker.cli", "serve", "--port", str(port)]
-        + ["--workers", "2"],
+        + ["--workers", workers],
         cwd=tmp_path,
         env=env,
         stdout=subprocess.DEVNULL,
@@ -109,7 +112,7 @@ def test_serve_on_another_port_links_to_that_port_in_development(tmp_path: Path)
         assert json.loads(registered.stdout)["api_key"]
     finally:
         proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=30)
+        assert proc.wait(timeout=30) == 0
     # (uvicorn's supervisor of several workers writes a few plain lines of its own)
     lines = log.read_text().splitlines()
     events = [json.loads(line) for line in lines if line.startswith("{")]

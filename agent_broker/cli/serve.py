@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import signal
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 
@@ -90,6 +91,22 @@ def _note_how_workers_write(settings: Settings, workers: int) -> None:
     structlog.get_logger("agent_broker.serve").warning("serve_workers_note", detail=detail)
 
 
+@contextmanager
+def _stopping_cleanly_on_sigterm() -> Iterator[None]:
+    """SIGTERM ends serve as Ctrl-C does, its clean-ups run (the served-url record is
+    removed). uvicorn serving one worker re-raises the signal once it has shut down, and
+    with the default handler that would end the process before any clean-up."""
+
+    def stop(_signum: int, _frame: object) -> None:
+        raise SystemExit(0)
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def event_loop_for(workers: int) -> str:
     """uvicorn's event loop for `serve --workers N`. uvloop (libuv 1.45 and later) accepts
     one waiting connection per turn of the loop, so on a busy worker a burst of new
@@ -129,17 +146,18 @@ def serve(
             address=f"{host}:{port}",
             public_base_url=settings.public_base_url,
         )
-        uvicorn.run(
-            "agent_broker.app:app_factory",
-            factory=True,
-            host=host,
-            port=port,
-            workers=workers,
-            proxy_headers=False,
-            access_log=False,
-            log_level=settings.log_level.lower(),
-            loop=event_loop_for(workers),
-        )
+        with _stopping_cleanly_on_sigterm():
+            uvicorn.run(
+                "agent_broker.app:app_factory",
+                factory=True,
+                host=host,
+                port=port,
+                workers=workers,
+                proxy_headers=False,
+                access_log=False,
+                log_level=settings.log_level.lower(),
+                loop=event_loop_for(workers),
+            )
 
 
 def mcp() -> None:

@@ -61,9 +61,10 @@ def _check_redis(url: str) -> str | None:
 
 
 def probe(session: Session, settings: Settings) -> Probe:
-    failures = [_check_database(session)]
-    if settings.redis_url:
-        failures.append(_check_redis(settings.redis_url))
+    # Redis first, before the session's first statement opens its transaction: no network
+    # wait inside a transaction (on SQLite, the job's would hold the write lock meanwhile).
+    redis_failure = _check_redis(settings.redis_url) if settings.redis_url else None
+    failures = [_check_database(session), redis_failure]
     found = [f for f in failures if f]
     return Probe(ok=not found, detail="; ".join(found)[:200] if found else "ok")
 

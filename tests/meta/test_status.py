@@ -1,7 +1,13 @@
 from __future__ import annotations
 
-from datetime import UTC, datetime, time, timedelta
+import socket
+import sqlite3
+import threading
+import time
+from datetime import UTC, datetime, timedelta
+from datetime import time as day_time
 
+import psycopg
 import pytest
 from sqlalchemy import func, select
 
@@ -17,7 +23,7 @@ def noon_today() -> datetime:
     """Move the service clock to 12:00 UTC of the current day, so the day has room on
     both sides whatever the hour the suite runs at."""
     now = clock.now()
-    target = datetime.combine(now.date(), time(12), tzinfo=UTC)
+    target = datetime.combine(now.date(), day_time(12), tzinfo=UTC)
     clock.advance(target - now)
     return target
 
@@ -239,3 +245,45 @@ def test_status_and_stats_are_modelled_in_openapi_and_need_no_key(client):
         "median_seal_min_deals",
         "live_listings",
     } <= set(stats)
+
+
+def _idle_in_transaction(app) -> bool:  # noqa: ANN001
+    """Whether a session of the app's database holds a transaction open: SQLite's write
+    lock taken, or a PostgreSQL session idle in a transaction."""
+    url = app.state.context.settings.database_url
+    if url.startswith("sqlite"):
+        probe = sqlite3.connect(url.removeprefix("sqlite:///"), timeout=0)
+        try:
+            probe.execute("BEGIN IMMEDIATE")
+            probe.rollback()
+            return False
+        except sqlite3.OperationalError:
+            return True
+        finally:
+            probe.close()
+    dsn = url.replace("postgresql+psycopg://", "postgresql://", 1)
+    with psycopg.connect(dsn, autocommit=True) as admin:
+        return bool(
+            admin.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                "AND state LIKE 'idle in transaction%'"
+            ).fetchone()[0]
+        )
+
+
+def test_no_transaction_is_open_while_the_sample_waits_for_redis(make_app):
+    # A Redis that accepts connections and never answers: the ping waits its whole timeout.
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        app = make_app(redis_url=f"redis://127.0.0.1:{silent.getsockname()[1]}/0")
+        outcome: list[str | None] = []
+        job = threading.Thread(
+            target=lambda: outcome.append(run_job(app.state.context, "health-sample"))
+        )
+        job.start()
+        time.sleep(health.REDIS_TIMEOUT_S / 2)
+        assert job.is_alive()  # still waiting for Redis
+        assert not _idle_in_transaction(app)
+        job.join(timeout=30)
+    assert outcome == ["health failed (redis: TimeoutError); purged 0 old samples"]

@@ -115,7 +115,10 @@ class Forbidden(Problem):
 
 class ApiKeyDisabled(Problem):
     status, reason = 403, Reason.api_key_disabled
-    default_detail = "This API key has been disabled; rotate it from the dashboard."
+    default_detail = (
+        "This API key has been disabled; rotate it from the dashboard with a session, "
+        "or ask the service's operator for a new key."
+    )
 
 
 class NotFound(Problem):

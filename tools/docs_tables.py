@@ -200,7 +200,11 @@ REASON_MEANINGS: dict[str, tuple[str, str]] = {
         "a thread on the listing; a credential without the scope; a processor_b callback from "
         "an address not believed",
     ),
-    "api_key_disabled": ("403", "the account is disabled (rotate its key from the dashboard)"),
+    "api_key_disabled": (
+        "403",
+        "the account is disabled (rotate its key with a dashboard session, a wallet "
+        "recovery, or the service's operator)",
+    ),
     "not_found": (
         "404",
         "unknown listing, thread, deal, handle, link or path; one you are not party to",

@@ -1,5 +1,6 @@
 """`agent-broker admin`: operator actions on accounts and payments (a credit, the x402
-payments awaiting reconciliation, an identity link, an escrow ruling, a payout)."""
+payments awaiting reconciliation, an identity link, a key rotation, an escrow ruling, a
+payout)."""
 
 from __future__ import annotations
 
@@ -114,6 +115,31 @@ def admin_link_identity(
         typer.echo(f"identity already linked to another account: {linked}", err=True)
         raise typer.Exit(1)
     typer.echo(f"identity {issuer} {subject} reaches account {account_id}")
+
+
+@admin_app.command("rotate-key")
+def admin_rotate_key(account_id: str) -> None:
+    """Give an account a new API key, reactivating it if it was disabled: the way back for
+    an account whose key was disabled and that no dashboard session reaches. The new key
+    is printed once on standard output; the old key fails at once, and the account's
+    session and OAuth links go with it, as a rotation from the dashboard does."""
+    import structlog
+
+    from agent_broker.accounts import service
+
+    _require_uuid(account_id)
+    with _account_transaction(account_id) as session:
+        rotated = service.rotate_key(session, load_settings(), account_id)
+    structlog.get_logger("agent_broker.admin").info(
+        "account key rotated by the operator",
+        account_id=account_id,
+    )
+    typer.echo(rotated["api_key"])
+    typer.echo(
+        f"account {account_id} is active with a new key ({rotated['key_preview']}); "
+        "hand it to the account's holder: it is not shown again",
+        err=True,
+    )
 
 
 @contextmanager

@@ -2,14 +2,16 @@
 account's key (403 api_key_disabled everywhere with it), POST /dashboard/keys/rotate issues
 a new key, refuses the old one at once and reactivates the account, keeping its balance,
 listings and handle. Both take the key or a linked dashboard session; a disabled operator
-rotates through a session."""
+rotates through a session, or the service's operator with `agent-broker admin rotate-key`."""
 
 from __future__ import annotations
 
 import re
 
 import pytest
+from typer.testing import CliRunner
 
+from agent_broker.cli import app as cli
 from tests.support.accounts import Agent, fund, register
 from tests.support.http import assert_problem, new_key
 from tests.support.identity import bearer
@@ -210,3 +212,37 @@ def test_the_openapi_document_describes_both_routes_and_the_bearer_scheme(client
     # A key-only route does not advertise the bearer scheme.
     feed = spec["paths"]["/v1/feed"]["get"]
     assert "HTTPBearer" not in {name for req in feed.get("security", []) for name in req}
+
+
+# --- the operator's way back ---------------------------------------------------------------
+
+
+def rotate_by_operator(*arguments: str):  # noqa: ANN201
+    return CliRunner().invoke(cli, ["admin", "rotate-key", *arguments])
+
+
+def test_the_operator_rotates_a_disabled_key_no_session_reaches(app, client, broker_env):
+    agent = register(client)
+    fund(app, agent.account_id, 10_000_000, real_money=True)
+    assert client.post("/dashboard/keys", headers=agent.headers).status_code == 200
+    assert_problem(client.get("/v1/account", headers=agent.headers), 403, "api_key_disabled")
+
+    result = rotate_by_operator(agent.account_id)
+    assert result.exit_code == 0, result.output
+    key = result.stdout.removesuffix("\n")  # the key alone on standard output
+    assert KEY_SHAPE.fullmatch(key) and key != agent.api_key
+    assert key not in result.stderr and agent.account_id in result.stderr
+
+    view = client.get("/v1/account", headers={"x-api-key": key})
+    assert view.status_code == 200, view.text
+    assert view.json()["status"] == "active"
+    assert view.json()["balance_micro"] == 10_000_000
+    assert_problem(client.get("/v1/account", headers=agent.headers), 401, "unauthorized")
+
+
+def test_the_operator_rotation_refuses_unknown_and_malformed_accounts(client, broker_env):
+    unknown = rotate_by_operator("00000000-0000-4000-8000-000000000000")
+    assert unknown.exit_code == 1 and "no account" in unknown.stderr
+    assert unknown.stdout == ""
+    malformed = rotate_by_operator("not-an-id")
+    assert malformed.exit_code == 2 and malformed.stdout == ""

@@ -173,7 +173,8 @@ REASON_MEANINGS: dict[str, tuple[str, str]] = {
     "invalid_input": (
         "400, 405, 408, 413",
         "a field fails its rule, a body that is not JSON (or sent without a JSON "
-        "`content-type`), nests deeper than 32 levels or holds a NUL, a missing or malformed "
+        "`content-type`), nests deeper than 32 levels or holds a NUL or a lone surrogate "
+        "escape, a missing or malformed "
         "`Idempotency-Key`; 405 a method the path does not take; 408 a body too slow; 413 too "
         "large",
     ),

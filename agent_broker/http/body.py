@@ -4,9 +4,11 @@ that is still sending. A client trickling its body therefore holds nothing (neit
 SQLite write gate nor a pooled PostgreSQL connection) while it does.
 
 The same gate refuses, as 400 invalid_input, text no route can store faithfully: a NUL
-character (in a JSON string, the query or the path; PostgreSQL cannot keep it in text)
-and JSON nested deeper than any request of this interface needs (which would exhaust
-the recursion of parsers and fingerprints further in)."""
+character (in a JSON string, the query or the path; PostgreSQL cannot keep it in text),
+a lone surrogate escape in a JSON string (half of a UTF-16 pair, which no UTF-8 text
+holds: a database, a JSON answer or a signature would fail on it), and JSON nested
+deeper than any request of this interface needs (which would exhaust the recursion of
+parsers and fingerprints further in)."""
 
 from __future__ import annotations
 
@@ -25,6 +27,26 @@ MAX_JSON_DEPTH = 32
 # backslash followed by the text "u0000", is not one).
 _ESCAPED_NUL = re.compile(rb"(?<!\\)(?:\\\\)*\\u0000")
 _PERCENT_NUL = re.compile(rb"%00")
+# A JSON escape of a UTF-16 surrogate (D800-DFFF), paired or not: a cheap first look
+# before the body is decoded to find a lone one.
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
+def _holds_lone_surrogate(body: bytes) -> bool:
+    """Whether the JSON body decodes to text with half of a UTF-16 pair (which no UTF-8
+    text can hold). Decoded only when it holds a surrogate escape at all (clients that
+    escape every non-ASCII character send emoji as escaped pairs)."""
+    if not _SURROGATE_ESCAPE.search(body):
+        return False
+    try:
+        decoded = json.loads(body)
+    except (ValueError, RecursionError):
+        return False  # not JSON: the route refuses it
+    try:
+        json.dumps(decoded, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 class _Refusal(Exception):
@@ -75,7 +97,8 @@ def _json_depth_exceeds(body: bytes, limit: int) -> bool:
 
 
 def check_text(scope: Scope, body: bytes) -> None:
-    """Raise _Refusal for a NUL anywhere a route would read it, or over-deep JSON."""
+    """Raise _Refusal for a NUL anywhere a route would read it, over-deep JSON, or a lone
+    surrogate in JSON text."""
     path = scope.get("raw_path") or scope.get("path", "").encode("utf-8", "surrogateescape")
     if b"\x00" in path or _PERCENT_NUL.search(path):
         raise _Refusal(400, "The path contains a NUL character.", "path")
@@ -88,6 +111,8 @@ def check_text(scope: Scope, body: bytes) -> None:
         raise _Refusal(400, "The request body contains a NUL character.")
     if _json_depth_exceeds(body, MAX_JSON_DEPTH):
         raise _Refusal(400, f"The JSON body nests deeper than {MAX_JSON_DEPTH} levels.")
+    if _holds_lone_surrogate(body):
+        raise _Refusal(400, "The request body contains a lone UTF-16 surrogate escape.")
 
 
 class BodyGuardMiddleware:

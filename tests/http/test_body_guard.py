@@ -93,6 +93,50 @@ def test_an_escaped_backslash_before_u0000_is_plain_text(client, seller):
     assert response.json()["title"] == "a\\u0000b"
 
 
+@pytest.mark.parametrize("escape", ["\\ud800", "\\udfff", "a\\ud83d", "\\ude00\\ud83d"])
+def test_a_lone_surrogate_in_a_json_string_is_400_and_not_charged(client, seller, escape):
+    raw = json.dumps({**LISTING, "title": "TITLE"}).replace("TITLE", escape)
+    response = client.post(
+        "/v1/listings",
+        content=raw.encode(),
+        headers={
+            **seller.headers,
+            "Idempotency-Key": new_key(),
+            "content-type": "application/json",
+        },
+    )
+    assert_problem(response, 400, "invalid_input")
+    assert "surrogate" in response.json()["detail"]
+    assert client.get("/v1/account", headers=seller.headers).json()["balance_micro"] == 100 * FEE
+
+
+def test_a_lone_surrogate_is_400_where_it_would_be_echoed_or_stored(client):
+    # A JSON-RPC id is echoed in the answer; a processor's invoice id is looked up.
+    for path, raw in (
+        ("/a2a", b'{"jsonrpc": "2.0", "id": "\\ud800", "method": "SendMessage", "params": {}}'),
+        ("/webhooks/processor-a", b'{"id": "\\ud800", "status": "paid"}'),
+    ):
+        response = client.post(path, content=raw, headers={"content-type": "application/json"})
+        assert_problem(response, 400, "invalid_input")
+
+
+def test_escaped_surrogate_pairs_are_text_like_any_other(client, seller):
+    # Clients that escape every non-ASCII character send an emoji as a pair of escapes.
+    raw = json.dumps({**LISTING, "title": "launch \U0001f680 now"})
+    assert "\\ud83d\\ude80" in raw
+    response = client.post(
+        "/v1/listings",
+        content=raw.encode(),
+        headers={
+            **seller.headers,
+            "Idempotency-Key": new_key(),
+            "content-type": "application/json",
+        },
+    )
+    assert response.status_code == 201, response.text
+    assert response.json()["title"] == "launch \U0001f680 now"
+
+
 def test_a_nul_in_the_query_or_path_is_400(client, seller):
     assert_problem(
         client.get("/v1/feed?category=re%00search", headers=seller.headers), 400, "invalid_input"

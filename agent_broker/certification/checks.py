@@ -10,6 +10,7 @@ import asyncio
 from dataclasses import dataclass
 from datetime import datetime
 
+import structlog
 from sqlalchemy.orm import Session
 
 from agent_broker import clock
@@ -18,6 +19,8 @@ from agent_broker.certification.probe import ProbeResult, probe
 from agent_broker.config import Settings
 from agent_broker.http.outbound import OutboundClient, OutboundPolicy
 from agent_broker.problems import Problem
+
+log = structlog.get_logger("agent_broker.certification")
 
 
 @dataclass(frozen=True)
@@ -47,7 +50,12 @@ async def _probe_all(
         if target.refusal or target.route is None:
             return ProbeResult(False, None, f"not probed: {target.refusal}"[:300])
         async with gate:
-            return await probe(outbound, target.route)
+            try:
+                return await probe(outbound, target.route)
+            except Exception as error:  # noqa: BLE001 - one route's fault is its own failed check
+                # Whatever a route answered, the other accounts' checks are still recorded.
+                log.error("certification_probe_failed", error_type=type(error).__name__)
+                return ProbeResult(False, None, f"probe error: {type(error).__name__}")
 
     return list(await asyncio.gather(*(one(target) for target in targets)))
 

@@ -6,10 +6,10 @@ redirects are not followed."""
 from __future__ import annotations
 
 import hmac
-import json
 import secrets
 from dataclasses import dataclass
 
+from agent_broker import json_input
 from agent_broker.http.outbound import OutboundClient, OutboundRefused
 
 LIVENESS_TYPE = "liveness-v1"
@@ -40,11 +40,12 @@ async def probe(outbound: OutboundClient, route: str) -> ProbeResult:
         kind = "a redirect, not followed" if 300 <= status < 400 else "not 2xx"
         return ProbeResult(False, status, f"answered {status} ({kind})")
     try:
-        document = json.loads(answer.body)
+        document = json_input.loads(answer.body)
     except ValueError:
         return ProbeResult(False, status, "the answer is not JSON")
     echoed = document.get("nonce") if isinstance(document, dict) else None
-    # As bytes: compare_digest refuses str that are not ASCII, and the echo is the route's.
-    if not isinstance(echoed, str) or not hmac.compare_digest(echoed.encode(), nonce.encode()):
+    # The nonce is ASCII: an echo that is not cannot be it (and compare_digest refuses
+    # text that is not ASCII).
+    if not (isinstance(echoed, str) and echoed.isascii() and hmac.compare_digest(echoed, nonce)):
         return ProbeResult(False, status, "the answer does not echo the nonce sent")
     return ProbeResult(True, status, "passed")

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
-import json
 import secrets
 import threading
 import time
@@ -42,7 +41,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from agent_broker import clock
+from agent_broker import clock, json_input
 from agent_broker.tokens import service as tokens
 from agent_broker.tokens.service import (
     BadSignature,
@@ -245,7 +244,7 @@ class ServiceKeys:
                 f"the key document at {self.url} could not be fetched ({type(exc).__name__})"
             ) from None
         try:
-            document = json.loads(body)
+            document = json_input.loads(body)
         except ValueError:
             document = None
         keys = document.get("keys") if isinstance(document, dict) else None

@@ -19,6 +19,7 @@ from collections.abc import Callable
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from agent_broker.json_input import nests_deeper_than
 from agent_broker.problems import PROBLEM_MEDIA_TYPE, Reason, problem_body
 
 # No request of this interface nests deeper than a few levels.
@@ -70,32 +71,6 @@ def _chunked(scope: Scope) -> bool:
     return any(name == b"transfer-encoding" for name, _ in scope.get("headers", ()))
 
 
-def _json_depth_exceeds(body: bytes, limit: int) -> bool:
-    """Whether brackets outside strings nest deeper than `limit` (a linear scan, run only
-    when the body holds enough brackets to possibly do so)."""
-    if body.count(b"[") + body.count(b"{") <= limit:
-        return False
-    depth = 0
-    in_string = escaped = False
-    for byte in body:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif byte == 0x5C:  # backslash
-                escaped = True
-            elif byte == 0x22:  # quote
-                in_string = False
-        elif byte == 0x22:
-            in_string = True
-        elif byte in (0x5B, 0x7B):
-            depth += 1
-            if depth > limit:
-                return True
-        elif byte in (0x5D, 0x7D):
-            depth -= 1
-    return False
-
-
 def check_text(scope: Scope, body: bytes) -> None:
     """Raise _Refusal for a NUL anywhere a route would read it, over-deep JSON, or a lone
     surrogate in JSON text."""
@@ -109,7 +84,7 @@ def check_text(scope: Scope, body: bytes) -> None:
         return
     if b"\x00" in body or _ESCAPED_NUL.search(body):
         raise _Refusal(400, "The request body contains a NUL character.")
-    if _json_depth_exceeds(body, MAX_JSON_DEPTH):
+    if nests_deeper_than(body, MAX_JSON_DEPTH):
         raise _Refusal(400, f"The JSON body nests deeper than {MAX_JSON_DEPTH} levels.")
     if _holds_lone_surrogate(body):
         raise _Refusal(400, "The request body contains a lone UTF-16 surrogate escape.")

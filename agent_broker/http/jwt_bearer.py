@@ -9,7 +9,6 @@ are checked by joserfc; nothing here parses more of a token than its header."""
 from __future__ import annotations
 
 import base64
-import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +19,7 @@ from joserfc import jwt
 from joserfc.errors import JoseError
 from joserfc.jwk import KeySet
 
-from agent_broker import clock
+from agent_broker import clock, json_input
 from agent_broker.http.outbound import OutboundClient, OutboundRefused
 
 ALGORITHMS = ("RS256",)
@@ -93,7 +92,7 @@ class KeySetSource:
                 raise InvalidToken(f"the issuer's key set answered {response.status_code}")
             raw = response.body
         try:
-            return json.loads(raw)
+            return json_input.loads(raw)
         except ValueError:
             raise InvalidToken("the issuer's key set is not JSON") from None
 
@@ -144,7 +143,7 @@ def _header(token: str) -> dict[str, Any]:
         raise InvalidToken("the token is not a compact JWS")
     encoded = token.split(".", 1)[0]
     try:
-        header = json.loads(base64.urlsafe_b64decode(encoded + "=" * (-len(encoded) % 4)))
+        header = json_input.loads(base64.urlsafe_b64decode(encoded + "=" * (-len(encoded) % 4)))
     except (ValueError, UnicodeDecodeError):
         raise InvalidToken("the token's header is unreadable") from None
     if not isinstance(header, dict):

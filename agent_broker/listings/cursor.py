@@ -9,6 +9,7 @@ import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from agent_broker import json_input
 from agent_broker.problems import InvalidInput
 
 NEWEST = "newest"
@@ -62,7 +63,7 @@ def _decoded(cursor: str) -> tuple[datetime, str, dict]:
     lone surrogate or an oversized string)."""
     try:
         padded = cursor + "=" * (-len(cursor) % 4)
-        data = json.loads(base64.urlsafe_b64decode(padded.encode()))
+        data = json_input.loads(base64.urlsafe_b64decode(padded.encode()))
         created_at = datetime.fromisoformat(data["t"])
         listing_id = data["i"]
         if (
@@ -75,7 +76,7 @@ def _decoded(cursor: str) -> tuple[datetime, str, dict]:
         created_at = created_at.astimezone(UTC)
         if str(uuid.UUID(listing_id)) != listing_id:
             raise ValueError
-    except (ValueError, KeyError, TypeError, OverflowError, RecursionError):
+    except (ValueError, KeyError, TypeError, OverflowError):
         raise InvalidInput(
             "cursor is not a cursor this feed issued; start again without it."
         ) from None

@@ -15,7 +15,6 @@ from __future__ import annotations
 import hashlib
 import hmac
 import ipaddress
-import json
 from collections.abc import Mapping
 from datetime import datetime
 from decimal import ROUND_FLOOR, Decimal, InvalidOperation
@@ -25,6 +24,7 @@ from urllib.parse import parse_qsl
 import structlog
 from sqlalchemy.orm import Session
 
+from agent_broker import json_input
 from agent_broker.config import Settings
 from agent_broker.db.dispatch import run
 from agent_broker.db.engine import Database
@@ -47,7 +47,7 @@ def parse_fields(processor: str, body: bytes, content_type: str) -> dict[str, st
     """A form-encoded or JSON object body as text fields (one value each)."""
     try:
         if "json" in content_type or body.lstrip().startswith(b"{"):
-            document = json.loads(body)
+            document = json_input.loads(body)
             if not isinstance(document, dict):
                 raise ValueError
             return {str(k): "" if v is None else str(v) for k, v in document.items()}

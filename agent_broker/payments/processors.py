@@ -11,13 +11,13 @@ that forwards to the operator's own address; `post=1` asks for POST callbacks to
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
 import structlog
 
+from agent_broker import json_input
 from agent_broker.config import Settings
 from agent_broker.http.outbound import OutboundClient, OutboundRefused, OutboundResponse
 from agent_broker.payments.errors import ProcessorUnavailable
@@ -117,7 +117,7 @@ async def _call(
 
 def _json(response: OutboundResponse) -> Any:
     try:
-        return json.loads(response.body)
+        return json_input.loads(response.body)
     except ValueError:
         return None
 

@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 
 import pyseto
 
+from agent_broker import json_input
 from agent_broker.clock import rfc3339
 from agent_broker.tokens.keys import Signer
 
@@ -173,7 +174,7 @@ def verify_signature(token: str, key_document_keys: Iterable[Mapping[str, Any]])
     except (ValueError, pyseto.PysetoError):
         raise MalformedToken("not a PASETO v4.public token") from None
     try:
-        claims = json.loads(payload)
+        claims = json_input.loads(payload)
     except ValueError:
         raise MalformedToken("the token's claims are not JSON") from None
     if not isinstance(claims, dict):
@@ -205,7 +206,7 @@ def _footer_kid(token: str) -> str:
         raise MalformedToken("not a PASETO v4.public token with a footer naming its key")
     parts = token.split(".")
     try:
-        footer = json.loads(_b64url_decode(parts[3]))
+        footer = json_input.loads(_b64url_decode(parts[3]))
     except (ValueError, binascii.Error):
         raise MalformedToken("the token's footer is not JSON") from None
     kid = footer.get("kid") if isinstance(footer, dict) else None

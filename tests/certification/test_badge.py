@@ -333,3 +333,27 @@ def test_a_probe_answered_after_a_route_change_does_not_bring_the_old_route_back
     assert record["recent"][0]["route"] == ROUTE and record["recent"][0]["passed"] is True
     assert "window_route" not in record  # not the route the account left
     assert record["passing_now"] is False
+
+
+def test_a_route_answering_past_the_parsers_depth_is_a_failed_check(
+    app, client, challenge_server, subscriber
+):
+    challenge_server.answer(ROUTE_PATH, Answer(body=b"[" * 3000))
+    _checks(app, 1)
+    last = status(client, subscriber)["recent"][0]
+    assert last["kind"] == "scheduled" and last["passed"] is False
+    assert "not JSON" in last["detail"]
+
+
+def test_a_probe_that_raises_is_a_failed_check_not_a_failed_round(
+    app, client, challenge_server, subscriber, monkeypatch
+):
+    async def broken(_outbound, _route):  # noqa: ANN001, ANN202
+        raise RuntimeError("a fault in the probe itself")
+
+    monkeypatch.setattr("agent_broker.certification.checks.probe", broken)
+    clock.advance(HOUR)
+    assert run(app, "certification-checks").startswith("renewed 0, lapsed 0")
+    last = status(client, subscriber)["recent"][0]
+    assert last["kind"] == "scheduled" and last["passed"] is False
+    assert last["detail"] == "probe error: RuntimeError"

@@ -80,9 +80,22 @@ def test_answers_that_break_the_contract_fail_and_are_recorded(client, challenge
         (Answer(body=b"ok"), 200, "not JSON"),
         (Answer(body=wrong_nonce), 200, "does not echo"),
         (Answer(body=b"[]"), 200, "does not echo"),
-        # Not ASCII: compared as bytes, a plain mismatch (not an error in the comparison).
-        (Answer(body=json.dumps({"nonce": "\u00e9" * 32}).encode()), 200, "does not echo"),
     ]
+    _each_fails_as_expected(client, challenge_server, prover, cases)
+
+
+def test_answers_that_would_trip_the_checks_themselves_fail_too(client, challenge_server, prover):
+    cases = [
+        # Not ASCII, or half a UTF-16 pair: a plain mismatch, not an error in the comparison.
+        (Answer(body=json.dumps({"nonce": "\u00e9" * 32}).encode()), 200, "does not echo"),
+        (Answer(body=b'{"nonce": "\\ud800"}'), 200, "does not echo"),
+        # Nested past the JSON parser's depth, within the answer's size cap.
+        (Answer(body=b"[" * 3000), 200, "not JSON"),
+    ]
+    _each_fails_as_expected(client, challenge_server, prover, cases)
+
+
+def _each_fails_as_expected(client, challenge_server, prover, cases):  # noqa: ANN001, ANN202
     for answer, code, why in cases:
         _failing(challenge_server, answer)
         record = free_test(client, prover).json()

@@ -184,6 +184,9 @@ def _invalid_tokens(idp_key, rogue_key):
         "garbage": "garbage",
         "three garbage parts": "a.b.c",
         "header not an object": base64.urlsafe_b64encode(b"[1]").decode().rstrip("=") + ".e30.",
+        "header nested past any header's depth": (
+            base64.urlsafe_b64encode(b"[" * 3000 + b"]" * 3000).decode().rstrip("=") + ".e30."
+        ),
         "too long": sign(claims(padding="x" * 20_000), idp_key),
     }
 

@@ -249,6 +249,11 @@ def _short_nonce(client: TestClient) -> dict[str, str]:
 MALFORMED: list[Any] = [
     pytest.param(lambda client: {"X-PAYMENT": "not base64!"}, id="not-base64"),
     pytest.param(lambda client: {"X-PAYMENT": encoded([])}, id="not-an-object"),
+    pytest.param(
+        # Nested past any payment's depth, well within the header's length limit.
+        lambda client: {"X-PAYMENT": base64.b64encode(b"[" * 3000 + b"]" * 3000).decode()},
+        id="nested-past-any-payment",
+    ),
     pytest.param(_version_3, id="x402Version-3"),
     pytest.param(_short_nonce, id="nonce-not-32-bytes"),
     pytest.param(

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -18,6 +17,7 @@ from pydantic import ValidationError
 from x402.schemas import PaymentPayload, PaymentRequirements
 from x402.schemas.v1 import PaymentPayloadV1, PaymentRequirementsV1
 
+from agent_broker import json_input
 from agent_broker.payments.x402.offers import (
     SCHEME,
     Terms,
@@ -85,7 +85,7 @@ def _document(header: str, value: str) -> dict[str, Any]:
     if len(value) > MAX_HEADER_CHARS:
         raise InvalidInput(f"The {header} header is longer than {MAX_HEADER_CHARS} characters.")
     try:
-        document = json.loads(base64.b64decode(value.strip(), validate=True))
+        document = json_input.loads(base64.b64decode(value.strip(), validate=True))
     except (binascii.Error, ValueError):
         raise InvalidInput(f"The {header} header is not base64-encoded JSON.") from None
     if not isinstance(document, dict):

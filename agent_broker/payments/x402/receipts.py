@@ -12,6 +12,7 @@ from typing import Any
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from x402.http.utils import encode_payment_response_header
 
+from agent_broker import json_input
 from agent_broker.payments.x402.gate import STATE_KEY
 from agent_broker.payments.x402.service import Settlement
 
@@ -33,7 +34,7 @@ def new_account_member(settlement: Settlement, handle: str) -> dict[str, Any]:
 
 def _with_account(body: bytes, member: dict[str, Any]) -> bytes:
     try:
-        document = json.loads(body) if body else None
+        document = json_input.loads(body) if body else None
     except ValueError:
         document = body.decode("utf-8", "replace")
     if isinstance(document, dict):

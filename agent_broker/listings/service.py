@@ -33,6 +33,7 @@ from agent_broker.pricing import POSTING_FEE_MICRO
 from agent_broker.problems import InvalidInput, NotFound, Problem, Reason
 from agent_broker.reputation import service as reputation
 from agent_broker.scanning.brake import Screen
+from agent_broker.scanning.normalize import is_blank
 
 DEFAULT_DELIVERY_HOURS, DEFAULT_ACCEPTANCE_HOURS = 72, 48
 UNFUNDED_LISTING_CAP = 3  # lifetime, until the account is funded with real money
@@ -74,8 +75,8 @@ def post(
     now: datetime,
 ) -> dict:
     title = request.title.strip()
-    if not title:
-        raise InvalidInput("title must not be empty.")
+    if is_blank(title):
+        raise InvalidInput("title must not be empty (or only invisible characters).")
     price = request.price_micro or 0
     category = categories.for_listing(request.category, price)
     escrow = escrow_terms(session, poster, request)

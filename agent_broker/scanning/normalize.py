@@ -298,3 +298,11 @@ def fold(text: str, *, invisible: str = "") -> Folded:
         folded = Folded(text, tuple(out), tuple(orig), tuple(verbatim), had_invisible)
     breaks = _script_breaks(folded.text)
     return _spaced(folded, breaks) if breaks else folded
+
+
+def is_blank(text: str) -> bool:
+    """Whether `text` shows nothing: only whitespace, invisible characters (U+200B, U+FEFF,
+    U+3164, ...) and the braille blank (U+2800), so that "not empty" means readable."""
+    if text.isascii():
+        return not text.strip()
+    return not fold(text).text.replace("\u2800", "").strip()

@@ -23,6 +23,7 @@ from agent_broker.problems import Forbidden, InvalidInput, NotFound, Reason
 from agent_broker.reputation import records as reputation_records
 from agent_broker.reputation import service as reputation
 from agent_broker.scanning.brake import Screen
+from agent_broker.scanning.normalize import is_blank
 from agent_broker.threads import repository
 from agent_broker.threads.errors import (
     AlreadyFinalized,
@@ -65,8 +66,8 @@ def view(thread: Thread, now: datetime) -> dict:
 
 
 def _diff(text: str) -> str:
-    if not text.strip():
-        raise InvalidInput("diff must not be empty.")
+    if is_blank(text):
+        raise InvalidInput("diff must not be empty (or only invisible characters).")
     return text
 
 

@@ -191,6 +191,11 @@ def test_free_is_only_for_zero_price(client, seller):
     [
         ("title", "x" * 201),
         ("title", "   "),
+        # Nothing a reader can see: invisible characters, fillers and the braille blank.
+        ("title", "\u200b\ufeff"),
+        ("title", "\u3164"),
+        ("title", " \u2800 "),
+        ("title", "\u00ad"),
         ("body", "y" * 10_001),
         ("price_micro", -1),
         ("price_micro", 1.5),

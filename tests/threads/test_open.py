@@ -139,9 +139,10 @@ def test_the_opening_diff_is_scanned(client, market):
         422,
         "prompt_injection",
     )
-    assert_problem(
-        open_thread(client, market.opener, market.listing_id, diff="   "), 400, "invalid_input"
-    )
+    for blank in ("   ", "\u200b", "\u3164 \u2800"):
+        assert_problem(
+            open_thread(client, market.opener, market.listing_id, diff=blank), 400, "invalid_input"
+        )
     assert balance_and_held(client, market.opener) == (3 * DEAL_FEE, 0)
 
 

@@ -178,6 +178,20 @@ def test_problems_are_tool_errors_with_the_reason_code(live_server):
     assert all(problem["detail"] for problem in (no_key, missing, invalid, unfunded, terms))
 
 
+def test_an_argument_of_the_wrong_type_is_refused_before_the_tool_runs(live_server):
+    # What docs/agents/mcp.md says: the MCP library refuses it, with a text naming the
+    # argument and no problem document.
+    async def run(anonymous, session):  # type: ignore[no-untyped-def]
+        return [
+            await session.call_tool("get_listing", {"listing_id": 0}),
+            await session.call_tool("get_listing", {}),
+        ]
+
+    for result in _problems(live_server, run):
+        assert result.is_error and result.structured_content is None
+        assert "listing_id" in result.content[0].text
+
+
 def test_an_idempotent_retry_answers_alike_and_charges_once(app, live_server):
     async def run(anonymous, session):  # type: ignore[no-untyped-def]
         account = ok(await session.call_tool("get_account", {}))

@@ -428,8 +428,6 @@ class Settings(BaseSettings):
             problems.append("BROKER_DATABASE_URL must be set explicitly")
         if self.allow_private_fetch:
             problems.append("BROKER_ALLOW_PRIVATE_FETCH must be off")
-        if self.outbound_ca_bundle:
-            problems.append("BROKER_OUTBOUND_CA_BUNDLE is for testing and must be unset")
         if self.outbound_resolve:
             problems.append("BROKER_OUTBOUND_RESOLVE is for testing and must be unset")
         if problems:

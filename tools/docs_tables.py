@@ -97,8 +97,9 @@ SETTING_MEANINGS: dict[str, str] = {
     "matching and request handling to FastAPI itself, with the same answers, slower",
     "allow_private_fetch": "local testing only: outbound fetches to hosts users choose may "
     "reach private and loopback addresses, and plain http; refused in production",
-    "outbound_ca_bundle": "testing only: a PEM file of extra CA certificates trusted for "
-    "outbound HTTPS; refused in production",
+    "outbound_ca_bundle": "a PEM file of extra CA certificates trusted for outbound HTTPS, "
+    "beside the public ones (a private CA of the operator's identity provider, processor "
+    "or facilitator; a test server's); allowed in production",
     "outbound_resolve": "testing only: comma-separated `host=address[:port]` overrides of DNS "
     "for outbound fetches (like curl's `--resolve`); refused in production",
     "idp_issuer": "dashboard sessions: the identity provider's issuer (`iss`); the three "

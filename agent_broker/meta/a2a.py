@@ -20,6 +20,7 @@ from a2a.client.card_resolver import parse_agent_card
 from a2a.helpers import new_text_message
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
+from a2a.server.jsonrpc_models import JSONParseError
 from a2a.server.request_handlers import DefaultRequestHandler, build_error_response
 from a2a.server.routes.jsonrpc_dispatcher import JsonRpcDispatcher
 from a2a.server.tasks import InMemoryTaskStore
@@ -100,6 +101,13 @@ class VersionFirstDispatcher(JsonRpcDispatcher):
     async def handle_requests(self, request: Request) -> Response:
         version = request.headers.get(VERSION_HEADER) or PROTOCOL_VERSION_0_3
         if _speaks_1_x(version):
+            # A body the JSON parser refuses (not UTF-8, an integer of over 4,300 digits)
+            # is a parse error (-32700); the library would answer it as its own fault.
+            try:
+                await request.json()
+            except ValueError as error:
+                refusal = JSONParseError(message=f"The body is not JSON: {error}"[:200])
+                return JSONResponse(build_error_response(None, refusal))
             return await super().handle_requests(request)
         refusal = VersionNotSupportedError(
             message=f"A2A version '{version}' is not supported: send A2A-Version: 1.0."

@@ -139,3 +139,15 @@ def test_the_endpoint_survives_a_restart_of_the_app(app):
     for _ in range(2):
         with TestClient(app) as client:
             assert "result" in _rpc(client, "SendMessage", SEND, **V1)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [b"\xff", b'{"jsonrpc": "2.0", "id": ' + b"9" * 5000 + b', "method": "SendMessage"}', b"{"],
+    ids=["not-utf-8", "a-5000-digit-id", "truncated"],
+)
+def test_a_body_that_is_not_json_is_a_parse_error(client, body):
+    response = client.post("/a2a", content=body, headers={"content-type": "application/json", **V1})
+    assert response.status_code == 200
+    answer = response.json()
+    assert answer["error"]["code"] == -32700 and answer["id"] is None

@@ -229,9 +229,10 @@ class Settings(BaseSettings):
     # Set only for local testing: lets outbound fetches reach private and loopback
     # addresses (and plain http). Refused in production.
     allow_private_fetch: bool = False
-    # Testing only, refused in production: extra PEM roots trusted for outbound HTTPS, and
-    # comma-separated `host=address[:port]` overrides of DNS for outbound fetches.
+    # Extra PEM roots trusted for outbound HTTPS, beside the public ones.
     outbound_ca_bundle: str = ""
+    # Testing only, refused in production: comma-separated `host=address[:port]` overrides
+    # of DNS for outbound fetches.
     outbound_resolve: str = ""
     # Dashboard sessions: identity-provider JWTs (RS256). All three set, or none (sessions
     # off). The JWKS URL may be file:// (air-gapped deployments, tests).

@@ -12,9 +12,9 @@ proxies from the environment are ignored, the body is read raw with a byte cap, 
 the whole exchange has a deadline.
 
 Settings: BROKER_ALLOW_PRIVATE_FETCH (local testing: non-global addresses allowed, and
-plain http), BROKER_OUTBOUND_CA_BUNDLE (extra PEM roots, testing only) and
-BROKER_OUTBOUND_RESOLVE (`host=address[:port]` overrides of DNS, testing only); the last
-two and the first are refused in production (config.py). Callers must not hold a
+plain http), BROKER_OUTBOUND_CA_BUNDLE (extra PEM roots beside the public ones) and
+BROKER_OUTBOUND_RESOLVE (`host=address[:port]` overrides of DNS, testing only); the first
+and the last are refused in production (config.py). Callers must not hold a
 database transaction or the write gate while they await a fetch."""
 
 from __future__ import annotations
@@ -91,6 +91,8 @@ def refusal_of(address: str) -> str | None:
             return "an IPv6 address embedding a non-global IPv4 address"
         if ip in _NAT64:
             return "a NAT64 address"
+    if any(ip in network for network in _SPECIAL_PURPOSE):
+        return "a special-purpose address"
     checks = (
         (ip.is_loopback, "a loopback address"),
         (ip.is_unspecified, "the unspecified address"),
@@ -105,6 +107,10 @@ def refusal_of(address: str) -> str | None:
 
 
 _NAT64 = ipaddress.ip_network("64:ff9b::/96")
+# Special-purpose blocks that older Python releases' tables count as global (which of
+# them is_global knows depends on the interpreter's patch level): the IETF protocol
+# assignments and the IPv6 documentation prefix of 2024.
+_SPECIAL_PURPOSE = (ipaddress.ip_network("192.0.0.0/24"), ipaddress.ip_network("3fff::/20"))
 
 
 async def system_resolver(host: str, port: int) -> list[str]:

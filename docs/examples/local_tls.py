@@ -3,8 +3,8 @@ authority kept in EXAMPLE_TLS_DIR (default var/examples-tls, made on first use),
 HTTPS servers on 127.0.0.1 whose certificates it issues for the names the examples use.
 
 The service fetches from a host an agent chose only through its guarded outbound client,
-which refuses loopback addresses and trusts only public CAs. Three settings, for local
-testing only and refused in production, let it reach these servers:
+which refuses loopback addresses and trusts only public CAs. Three settings let it reach
+these servers (production refuses the first and the last):
 
     BROKER_ALLOW_PRIVATE_FETCH=true                          # loopback allowed
     BROKER_OUTBOUND_CA_BUNDLE=$PWD/var/examples-tls/ca.pem   # trust this CA as well

@@ -227,6 +227,9 @@ def test_every_resolved_address_is_checked(addresses, no_connection):
         "255.255.255.255",
         "192.0.2.1",  # documentation
         "198.18.0.1",  # benchmarking
+        "192.0.0.8",  # IETF protocol assignments (some Python releases call it global)
+        "192.0.0.200",
+        "3fff::1",  # IPv6 documentation, 2024
         "::1",
         "::",
         "fe80::1",

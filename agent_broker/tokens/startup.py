@@ -9,7 +9,8 @@ together with one key agree.
 A worker may start while the database is out of reach: a replacement for a worker that
 died during a database restart, say. It waits for the database (up to
 REGISTRATION_PATIENCE) rather than fail its start-up, since a worker that fails to start
-makes the process manager stop the whole service (docs/operators/outages.md)."""
+makes the process manager stop the whole service (docs/operators/what-clients-see.md,
+"During an outage")."""
 
 from __future__ import annotations
 

@@ -46,6 +46,19 @@ def test_a_streamed_body_over_the_limit_is_413(make_app):
         assert_problem(response, 413, "invalid_input")
 
 
+def post_raw(client, seller, raw: str | bytes):  # noqa: ANN001, ANN201
+    """POST /v1/listings with `raw` as the JSON body, exactly as given."""
+    return client.post(
+        "/v1/listings",
+        content=raw.encode() if isinstance(raw, str) else raw,
+        headers={
+            **seller.headers,
+            "Idempotency-Key": new_key(),
+            "content-type": "application/json",
+        },
+    )
+
+
 def test_the_default_limit_admits_the_largest_valid_listing(client, seller):
     # Every character outside the BMP, sent JSON-escaped as a surrogate pair (12 bytes).
     raw = json.dumps(
@@ -53,15 +66,7 @@ def test_the_default_limit_admits_the_largest_valid_listing(client, seller):
         ensure_ascii=True,
     ).encode()
     assert len(raw) > 120_000
-    response = client.post(
-        "/v1/listings",
-        content=raw,
-        headers={
-            **seller.headers,
-            "Idempotency-Key": new_key(),
-            "content-type": "application/json",
-        },
-    )
+    response = post_raw(client, seller, raw)
     assert response.status_code == 201, response.text
 
 
@@ -96,15 +101,7 @@ def test_an_escaped_backslash_before_u0000_is_plain_text(client, seller):
 @pytest.mark.parametrize("escape", ["\\ud800", "\\udfff", "a\\ud83d", "\\ude00\\ud83d"])
 def test_a_lone_surrogate_in_a_json_string_is_400_and_not_charged(client, seller, escape):
     raw = json.dumps({**LISTING, "title": "TITLE"}).replace("TITLE", escape)
-    response = client.post(
-        "/v1/listings",
-        content=raw.encode(),
-        headers={
-            **seller.headers,
-            "Idempotency-Key": new_key(),
-            "content-type": "application/json",
-        },
-    )
+    response = post_raw(client, seller, raw)
     assert_problem(response, 400, "invalid_input")
     assert "surrogate" in response.json()["detail"]
     assert client.get("/v1/account", headers=seller.headers).json()["balance_micro"] == 100 * FEE
@@ -124,15 +121,7 @@ def test_escaped_surrogate_pairs_are_text_like_any_other(client, seller):
     # Clients that escape every non-ASCII character send an emoji as a pair of escapes.
     raw = json.dumps({**LISTING, "title": "launch \U0001f680 now"})
     assert "\\ud83d\\ude80" in raw
-    response = client.post(
-        "/v1/listings",
-        content=raw.encode(),
-        headers={
-            **seller.headers,
-            "Idempotency-Key": new_key(),
-            "content-type": "application/json",
-        },
-    )
+    response = post_raw(client, seller, raw)
     assert response.status_code == 201, response.text
     assert response.json()["title"] == "launch \U0001f680 now"
 
@@ -150,15 +139,7 @@ def test_a_nul_in_the_query_or_path_is_400(client, seller):
 def test_over_deep_json_is_400_and_not_charged(client, seller):
     nested = "[" * 5000 + "]" * 5000
     raw = json.dumps({**LISTING, "title": "deep"})[:-1] + ', "extra": ' + nested + "}"
-    response = client.post(
-        "/v1/listings",
-        content=raw.encode(),
-        headers={
-            **seller.headers,
-            "Idempotency-Key": new_key(),
-            "content-type": "application/json",
-        },
-    )
+    response = post_raw(client, seller, raw)
     assert_problem(response, 400, "invalid_input")
     assert client.get("/v1/account", headers=seller.headers).json()["balance_micro"] == 100 * FEE
     # A route that ignores its body still fingerprints it for Idempotency-Key.

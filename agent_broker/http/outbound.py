@@ -263,6 +263,10 @@ class OutboundClient:
                 raise OutboundRefused(kind, f"{target.host}: {_reason(exc)}") from None
             except httpx.HTTPError as exc:
                 raise OutboundRefused("unreachable", f"{target.host}: {_reason(exc)}") from None
+            except (ssl.SSLError, OSError) as exc:
+                # A TLS fault after the handshake (a bad record, a client certificate the
+                # host asks for once the request is sent) reaches here untranslated.
+                raise _broken_connection(target.host, exc) from None
             try:
                 body = await _read_capped(response, target.host, max_bytes)
             finally:
@@ -292,7 +296,17 @@ async def _read_capped(response: httpx.Response, host: str, max_bytes: int) -> b
         raise OutboundRefused("timeout", f"{host} stopped sending its answer") from None
     except httpx.HTTPError as exc:
         raise OutboundRefused("unreachable", f"{host}: {_reason(exc)}") from None
+    except (ssl.SSLError, OSError) as exc:  # as above, while the answer is read
+        raise _broken_connection(host, exc) from None
     return bytes(body)
+
+
+def _broken_connection(host: str, exc: BaseException) -> OutboundRefused:
+    if isinstance(exc, ssl.SSLError):
+        kind = "tls"
+    else:
+        kind = "timeout" if isinstance(exc, TimeoutError) else "unreachable"
+    return OutboundRefused(kind, f"{host}: {type(exc).__name__}")
 
 
 def _is_tls_failure(exc: BaseException) -> bool:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import structlog
 from sqlalchemy.orm import Session
 from standardwebhooks import Webhook
 
@@ -26,6 +27,8 @@ from agent_broker import clock
 from agent_broker.config import Settings
 from agent_broker.http.outbound import OutboundClient, OutboundPolicy, OutboundRefused
 from agent_broker.webhooks import repository
+
+log = structlog.get_logger("agent_broker.webhooks")
 
 MAX_ATTEMPTS = 20
 FIRST_RETRY = timedelta(seconds=10)
@@ -85,6 +88,10 @@ async def _send(
             )
         except OutboundRefused as refused:
             return Outcome(False, f"{refused.kind}: {refused}"[:300])
+        except Exception as error:  # noqa: BLE001 - one endpoint's fault is its own attempt
+            # Whatever one endpoint did, the round's other deliveries are still recorded.
+            log.error("webhook_delivery_error", error_type=type(error).__name__)
+            return Outcome(False, f"error: {type(error).__name__}")
     if 200 <= answer.status_code < 300:
         return Outcome(True)
     return Outcome(False, f"answered {answer.status_code}")

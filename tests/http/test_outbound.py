@@ -445,6 +445,15 @@ def test_a_certificate_for_another_name_is_refused(server):
     assert server.seen == []
 
 
+def test_a_tls_fault_after_the_handshake_is_a_refusal(server):
+    # A bad record once the request is in: it must come back as a refusal the caller
+    # handles, not as the raw ssl error.
+    server.answer("/x", Answer(break_tls=True))
+    error = refused(client_for(server), f"https://{NAME}/x", "POST", content=b"{}")
+    assert error.kind in ("tls", "unreachable")
+    assert server.paths_seen() == ["/x"]
+
+
 # --- time ----------------------------------------------------------------------------------
 
 

@@ -3,6 +3,7 @@ answers what a test sets (status, headers, body, delay) and every request is rec
 
 from __future__ import annotations
 
+import os
 import ssl
 import threading
 import time
@@ -23,6 +24,9 @@ class Answer:
     delay_seconds: float = 0.0
     # Send Content-Length (False: close-delimited body, so no size is declared up front).
     declare_length: bool = True
+    # Instead of answering, write bytes that are no valid TLS record on the raw socket: a
+    # TLS fault after the handshake, once the request is in.
+    break_tls: bool = False
 
 
 @dataclass
@@ -82,6 +86,11 @@ def _handler(server: TLSServer) -> type[BaseHTTPRequestHandler]:
             )
             if answer.delay_seconds:
                 server.release.wait(answer.delay_seconds)
+            if answer.break_tls:
+                os.write(self.connection.fileno(), b"\x17\x03\x03\x00\x10" + b"x" * 16)
+                time.sleep(0.5)  # the client reads the bad record before the close
+                self.close_connection = True
+                return
             self.send_response(answer.status)
             for name, value in answer.headers.items():
                 self.send_header(name, value)

@@ -230,3 +230,49 @@ def test_a_failed_delivery_is_retried_with_backoff_and_given_up_at_last(
     assert event.attempts == 3 and event.failed_at is not None and event.delivered_at is None
     assert delivery.backoff(1) == timedelta(seconds=10)
     assert delivery.backoff(20) == timedelta(hours=1)
+
+
+def _one_good_one_broken(client, challenge_server, market):  # noqa: ANN001, ANN202
+    """The poster's endpoint accepts; the opener's is broken. One event is due for each."""
+    accept(challenge_server, "/poster")
+    poster_secret = set_endpoint(client, market.poster, "/poster")
+    set_endpoint(client, market.opener, "/opener")
+    thread = open_thread(client, market.opener, market.listing_id).json()
+    assert offer(client, market.poster, thread["id"], "3 days").status_code == 200
+    return poster_secret
+
+
+def _delivered_once_each_run(app, challenge_server, poster_secret):  # noqa: ANN001, ANN202
+    assert deliver(app) == "delivered 1 webhook events, 1 attempts failed"
+    assert len(deliveries(challenge_server, poster_secret, "/poster")) == 1
+    clock.advance(timedelta(seconds=11))  # the failed one is due again; the other is done
+    assert deliver(app) == "delivered 0 webhook events, 1 attempts failed"
+    assert len(deliveries(challenge_server, poster_secret, "/poster")) == 1
+    with app.state.context.db.reader() as session:
+        attempts = sorted(e.attempts for e in session.scalars(select(WebhookEvent)))
+    assert attempts == [1, 2]
+
+
+def test_a_tls_fault_at_one_endpoint_is_its_own_failed_attempt(
+    app, client, challenge_server, market
+):
+    poster_secret = _one_good_one_broken(client, challenge_server, market)
+    challenge_server.answer("/opener", Answer(break_tls=True))
+    _delivered_once_each_run(app, challenge_server, poster_secret)
+
+
+def test_any_fault_in_one_delivery_is_its_own_failed_attempt(
+    app, client, challenge_server, market, monkeypatch
+):
+    from agent_broker.http.outbound import OutboundClient
+
+    poster_secret = _one_good_one_broken(client, challenge_server, market)
+    real = OutboundClient.request
+
+    async def faulty(self, method, url, **kwargs):  # noqa: ANN001, ANN202
+        if url.endswith("/opener"):
+            raise RuntimeError("a fault no refusal names")
+        return await real(self, method, url, **kwargs)
+
+    monkeypatch.setattr(OutboundClient, "request", faulty)
+    _delivered_once_each_run(app, challenge_server, poster_secret)

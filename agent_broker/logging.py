@@ -78,9 +78,6 @@ class _StandardErrorHandler(logging.StreamHandler):
     closed: a command run in-process (a test's CLI runner) sets logging up while its
     standard error is a buffer it closes afterwards, and later lines must not be lost."""
 
-    def __init__(self) -> None:
-        super().__init__(sys.stderr)
-
     def emit(self, record: logging.LogRecord) -> None:
         if getattr(self.stream, "closed", False):
             self.stream = sys.stderr

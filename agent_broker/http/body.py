@@ -40,8 +40,8 @@ def _holds_lone_surrogate(body: bytes) -> bool:
     if not _SURROGATE_ESCAPE.search(body):
         return False
     try:
-        decoded = json.loads(body)
-    except (ValueError, RecursionError):
+        decoded = json.loads(body)  # its depth is checked already
+    except ValueError:
         return False  # not JSON: the route refuses it
     try:
         json.dumps(decoded, ensure_ascii=False).encode("utf-8")
